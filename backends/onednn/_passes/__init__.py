@@ -1,0 +1,22 @@
+"""Rewrites of the lowered payload Graph, run by preprocess in this order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..serialization.payload import Graph
+from .compact import drop_unused
+from .fold_batch_norm import fold_batch_norm
+from .fuse_post_ops import fuse_post_ops
+
+GraphPass = Callable[[Graph], Graph]
+PASSES: list[GraphPass] = [fold_batch_norm, fuse_post_ops, drop_unused]
+
+
+def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
+    for graph_pass in PASSES if passes is None else passes:
+        graph = graph_pass(graph)
+    return graph
+
+
+__all__ = ["PASSES", "drop_unused", "fold_batch_norm", "fuse_post_ops", "run_passes"]

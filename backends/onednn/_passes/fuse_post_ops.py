@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from ..serialization.payload import Graph, Step
+from ..serialization.schema import NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
+
+# Producers that take a binary post-op: their dst is the post-op's first operand.
+BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
+COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
+
+
+def fuse_post_ops(graph: Graph) -> Graph:
+    """Fold elementwise steps and residual binaries into the step producing their input."""
+    index = 0
+    while index < len(graph.steps):
+        step = graph.steps[index]
+        host = _fusion_host(graph, index, step)
+        if host is None:
+            index += 1
+            continue
+        host_step, operand = host
+        params = (step.floats["alpha"][0], step.floats["beta"][0]) if step.kind == StepKind.ELTWISE else (0.0, 0.0)
+        kind = PostOpKind.ELTWISE if step.kind == StepKind.ELTWISE else PostOpKind.BINARY
+        host_step.ints.setdefault("post_ops", []).extend([kind, step.ints["alg"][0]])
+        host_step.floats.setdefault("post_op_params", []).extend(params)
+        if operand is not None:
+            fixed = POST_OP_FIXED_INPUTS[host_step.kind]
+            while len(host_step.inputs) < fixed:
+                host_step.inputs.append(NO_VALUE)
+            host_step.inputs.append(operand)
+        host_step.outputs = list(step.outputs)
+        del graph.steps[index]
+    return graph
+
+
+def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None] | None:
+    """The earlier step this one can become a post-op of, and the binary operand it brings."""
+    if step.kind == StepKind.ELTWISE:
+        candidates = [(step.inputs[0], None)]
+        hosts = set(POST_OP_FIXED_INPUTS)
+    elif step.kind == StepKind.BINARY and "post_ops" not in step.ints:
+        src0, src1 = step.inputs
+        candidates = [(src0, src1)]
+        if step.ints["alg"][0] in COMMUTATIVE:
+            candidates.append((src1, src0))
+        hosts = BINARY_POST_OP_HOSTS
+    else:
+        return None
+    producers, consumers = graph.producers(), graph.consumers()
+    out_dims = graph.values[step.outputs[0]].dims
+    for src, operand in candidates:
+        if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
+            continue
+        host_index = producers[src]
+        host = graph.steps[host_index]
+        if host.kind not in hosts or graph.values[src].dims != out_dims:
+            continue
+        if operand is not None and (operand == src or producers.get(operand, -1) >= host_index):
+            continue
+        return host, operand
+    return None

@@ -1,0 +1,68 @@
+"""Op support and lowering: the rule table (rules.py) and the whole-program lowering."""
+
+from __future__ import annotations
+
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ..serialization.payload import Graph
+from ..serialization.schema import StepKind
+from .context import LoweringContext, Unsupported, aten_op, static_dims
+from .rules import KEEP_WHOLE, OP_RULES, OpRule
+
+__all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
+
+
+def rule_for(node: Node) -> OpRule | None:
+    if node.op != "call_function":
+        return None
+    return OP_RULES.get(aten_op(node.target))
+
+
+def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
+    """Why the runtime cannot run this node exactly as exported; None when it can."""
+    rule = rule_for(node)
+    if rule is None:
+        return f"no oneDNN rule for {node.target}"
+    if rule.users_ok is not None:
+        reason = rule.users_ok(node, lambda user: unsupported_reason(ep, user) is None)
+        if reason:
+            return reason
+    try:
+        rule.lower(LoweringContext(ep), node)
+    except Unsupported as error:
+        return str(error)
+    return None
+
+
+def lower_program(ep: ExportedProgram) -> Graph:
+    """Lower a delegated subgraph (every call_function node already claimed) to a payload Graph."""
+    ctx = LoweringContext(ep)
+    user_inputs = set(ep.graph_signature.user_inputs)
+    for node in ep.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            ctx.value(node)
+        elif node.op == "call_function":
+            rule = rule_for(node)
+            if rule is None:
+                raise Unsupported(f"no oneDNN rule for {node.target} ({node.name})")
+            rule.lower(ctx, node)
+        elif node.op == "output":
+            for out in node.args[0]:
+                ctx.graph.outputs.append(_output_value(ctx, out))
+    return ctx.graph
+
+
+def _output_value(ctx: LoweringContext, node: Node) -> int:
+    """Graph outputs must be fresh values produced by a step; copy anything else."""
+    graph = ctx.graph
+    value_id = ctx.value(node)
+    dims = static_dims(node)
+    if graph.values[value_id].dims != dims:
+        raise Unsupported(f"output {node.name} has dims {graph.values[value_id].dims}, expected {dims}")
+    produced = any(value_id in step.outputs for step in graph.steps)
+    if produced and value_id not in graph.outputs:
+        return value_id
+    copy = ctx.new_value(dims)
+    ctx.emit(StepKind.RESHAPE, [value_id], [copy])
+    return copy

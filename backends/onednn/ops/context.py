@@ -1,0 +1,142 @@
+"""Turns FX nodes into payload values and steps; shared by the partitioner's checks and preprocess."""
+
+from __future__ import annotations
+
+import torch
+from executorch.exir.dialects.edge._ops import EdgeOpOverload
+from torch._export.utils import (
+    get_buffer,
+    get_lifted_tensor_constant,
+    get_param,
+    is_buffer,
+    is_lifted_tensor_constant,
+    is_param,
+)
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ..serialization.payload import Graph, Step
+from ..serialization.schema import MAX_RANK, NO_VALUE, TORCH_TO_DTYPE, DType, StepKind
+
+SUPPORTED_DTYPES = {torch.float32}
+
+
+class Unsupported(Exception):
+    """The runtime cannot execute this node as exported; the message says why."""
+
+
+def aten_op(target: object) -> object:
+    """The ATen overload behind an edge-dialect op (or the target itself)."""
+    return target._op if isinstance(target, EdgeOpOverload) else target
+
+
+def fake_tensor(node: Node) -> torch.Tensor:
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        val = val[0]
+    if not isinstance(val, torch.Tensor):
+        raise Unsupported(f"{node.name} does not produce a tensor")
+    return val
+
+
+def static_dims(node: Node) -> tuple[int, ...]:
+    tensor = fake_tensor(node)
+    dims = []
+    for size in tensor.shape:
+        if not isinstance(size, int):
+            raise Unsupported(f"{node.name} has a dynamic shape {tuple(tensor.shape)}")
+        dims.append(size)
+    if len(dims) > MAX_RANK:
+        raise Unsupported(f"{node.name} has rank {len(dims)} > {MAX_RANK}")
+    if 0 in dims:
+        raise Unsupported(f"{node.name} is an empty tensor")
+    if tensor.dtype not in SUPPORTED_DTYPES:
+        raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
+    return tuple(dims)
+
+
+def constant_placeholder_tensor(ep: ExportedProgram, node: Node) -> torch.Tensor | None:
+    if node.op != "placeholder":
+        return None
+    if is_param(ep, node):
+        return get_param(ep, node)
+    if is_buffer(ep, node):
+        return get_buffer(ep, node)
+    if is_lifted_tensor_constant(ep, node):
+        return get_lifted_tensor_constant(ep, node)
+    return None
+
+
+class LoweringContext:
+    """Builds a payload Graph node by node.
+
+    A node first seen as an operand becomes a constant (parameters, buffers, lifted constants) or a
+    graph input; the partitioner checks a single node this way, preprocess a whole program.
+    """
+
+    def __init__(self, ep: ExportedProgram) -> None:
+        self.ep = ep
+        self.graph = Graph()
+        self.node_values: dict[Node, int] = {}
+
+    def value(self, node: object) -> int:
+        if not isinstance(node, Node):
+            raise Unsupported(f"expected a tensor operand, got {node!r}")
+        if node in self.node_values:
+            return self.node_values[node]
+        tensor = constant_placeholder_tensor(self.ep, node)
+        if tensor is not None:
+            if tensor.dtype not in SUPPORTED_DTYPES:
+                raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
+            value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
+        else:
+            value_id = self.graph.add_value(DType.F32, static_dims(node))
+            self.graph.inputs.append(value_id)
+        self.node_values[node] = value_id
+        return value_id
+
+    def constant_node_data(self, node: object) -> torch.Tensor | None:
+        """A parameter, buffer or lifted constant of any dtype, for folding ahead of time."""
+        return constant_placeholder_tensor(self.ep, node) if isinstance(node, Node) else None
+
+    def optional_value(self, node: object) -> int | None:
+        return None if node is None else self.value(node)
+
+    def constant(self, value_id: int) -> torch.Tensor | None:
+        return self.graph.constant_data.get(value_id)
+
+    def dims(self, value_id: int) -> tuple[int, ...]:
+        return self.graph.values[value_id].dims
+
+    def new_value(self, dims: tuple[int, ...]) -> int:
+        return self.graph.add_value(DType.F32, dims)
+
+    def output(self, node: Node) -> int:
+        """A fresh value for the node's (first) result."""
+        value_id = self.new_value(static_dims(node))
+        self.node_values[node] = value_id
+        return value_id
+
+    def alias(self, node: Node, value_id: int) -> None:
+        self.node_values[node] = value_id
+
+    def fold(self, node: Node, tensor: torch.Tensor) -> None:
+        """The node computes a constant ahead of time."""
+        self.node_values[node] = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
+
+    def emit(
+        self,
+        kind: StepKind,
+        inputs: list[int | None],
+        outputs: list[int],
+        ints: dict[str, list[int]] | None = None,
+        floats: dict[str, list[float]] | None = None,
+    ) -> Step:
+        step = Step(
+            kind,
+            [NO_VALUE if v is None else v for v in inputs],
+            outputs,
+            dict(ints or {}),
+            dict(floats or {}),
+        )
+        return self.graph.add_step(step)

@@ -1,0 +1,527 @@
+"""Every op the delegate takes, one row each: how it lowers to a runtime step.
+
+A rule's lowering is also its support check: it raises `Unsupported` for anything the runtime cannot
+execute exactly, and the partitioner runs it on each candidate node before claiming it.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.fx import Node
+
+from ..serialization.schema import (
+    BinaryAlg,
+    DType,
+    EltwiseAlg,
+    PoolingAlg,
+    PostOpKind,
+    ReductionAlg,
+    ResamplingAlg,
+    StepKind,
+)
+from .context import LoweringContext, Unsupported, aten_op, static_dims
+
+aten = torch.ops.aten
+FLOAT_MAX = 3.4028234663852886e38
+
+Lowering = Callable[[LoweringContext, Node], None]
+
+
+@dataclass(frozen=True)
+class OpRule:
+    lower: Lowering
+    # False for layout-only ops: a partition made only of those is not worth a delegate call.
+    compute: bool = True
+    # Constraints on how the result is used, e.g. "only output 0 of a multi-output op".
+    users_ok: Callable[[Node, Callable[[Node], bool]], str | None] | None = None
+
+
+def arg(node: Node, index: int, name: str, default: object = None) -> object:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def spatial(values: object, count: int, name: str) -> list[int]:
+    items = [values] if isinstance(values, int) else list(values)  # type: ignore[arg-type]
+    if len(items) == 1:
+        items = items * count
+    if len(items) != count or not all(isinstance(v, int) for v in items):
+        raise Unsupported(f"{name}={values!r} for {count} spatial dims")
+    return items
+
+
+def normalize_dim(dim: int, rank: int) -> int:
+    if not -max(rank, 1) <= dim < max(rank, 1):
+        raise Unsupported(f"dim {dim} out of range for rank {rank}")
+    return dim % max(rank, 1)
+
+
+def only_first_output_used(node: Node, _: Callable[[Node], bool]) -> str | None:
+    for user in node.users:
+        if user.target is not operator.getitem or user.args[1] != 0:
+            return f"{node.name}: only its first output may be used"
+    return None
+
+
+# --- elementwise: (alg, alpha, beta) from the node -------------------------------------------------
+EltwiseParams = Callable[[Node], tuple[EltwiseAlg, float, float]]
+
+
+def fixed(alg: EltwiseAlg, alpha: float = 0.0, beta: float = 0.0) -> EltwiseParams:
+    return lambda node: (alg, alpha, beta)
+
+
+def clamp_params(node: Node) -> tuple[EltwiseAlg, float, float]:
+    low, high = arg(node, 1, "min"), arg(node, 2, "max")
+    if isinstance(low, Node) or isinstance(high, Node):
+        raise Unsupported("clamp with tensor bounds")
+    return (
+        EltwiseAlg.CLIP,
+        -FLOAT_MAX if low is None else float(low),  # type: ignore[arg-type]
+        FLOAT_MAX if high is None else float(high),  # type: ignore[arg-type]
+    )
+
+
+def gelu_params(node: Node) -> tuple[EltwiseAlg, float, float]:
+    approximate = arg(node, 1, "approximate", "none")
+    algs = {"none": EltwiseAlg.GELU_ERF, "tanh": EltwiseAlg.GELU_TANH}
+    if approximate not in algs:
+        raise Unsupported(f"gelu approximate={approximate!r}")
+    return algs[approximate], 0.0, 0.0  # type: ignore[index]
+
+
+def elu_params(node: Node) -> tuple[EltwiseAlg, float, float]:
+    alpha, scale, input_scale = (arg(node, i, n, 1) for i, n in ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    if scale != 1 or input_scale != 1:
+        raise Unsupported("elu with scale or input_scale other than 1")
+    return EltwiseAlg.ELU, float(alpha), 0.0  # type: ignore[arg-type]
+
+
+def pow_params(node: Node) -> tuple[EltwiseAlg, float, float]:
+    exponent = arg(node, 1, "exponent")
+    if not isinstance(exponent, (int, float)):
+        raise Unsupported("pow with a tensor exponent")
+    return EltwiseAlg.POW, 1.0, float(exponent)
+
+
+ELTWISE: dict[object, EltwiseParams] = {
+    aten.relu.default: fixed(EltwiseAlg.RELU),
+    aten.leaky_relu.default: lambda n: (EltwiseAlg.RELU, float(arg(n, 1, "negative_slope", 0.01)), 0.0),  # type: ignore[arg-type]
+    aten.hardtanh.default: lambda n: (EltwiseAlg.CLIP, float(arg(n, 1, "min_val", -1.0)), float(arg(n, 2, "max_val", 1.0))),  # type: ignore[arg-type]
+    aten.clamp.default: clamp_params,
+    aten.gelu.default: gelu_params,
+    aten.silu.default: fixed(EltwiseAlg.SWISH, 1.0),
+    aten.sigmoid.default: fixed(EltwiseAlg.LOGISTIC),
+    aten.tanh.default: fixed(EltwiseAlg.TANH),
+    aten.hardswish.default: fixed(EltwiseAlg.HARDSWISH, 1.0 / 6.0, 0.5),
+    aten.hardsigmoid.default: fixed(EltwiseAlg.HARDSIGMOID, 1.0 / 6.0, 0.5),
+    aten.elu.default: elu_params,
+    aten.exp.default: fixed(EltwiseAlg.EXP),
+    aten.log.default: fixed(EltwiseAlg.LOG),
+    aten.sqrt.default: fixed(EltwiseAlg.SQRT),
+    aten.rsqrt.default: fixed(EltwiseAlg.POW, 1.0, -0.5),
+    aten.reciprocal.default: fixed(EltwiseAlg.POW, 1.0, -1.0),
+    aten.abs.default: fixed(EltwiseAlg.ABS),
+    aten.neg.default: fixed(EltwiseAlg.LINEAR, -1.0, 0.0),
+    aten.pow.Tensor_Scalar: pow_params,
+}
+
+
+def eltwise_rule(params: EltwiseParams) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        alg, alpha, beta = params(node)
+        src = ctx.value(node.args[0])
+        emit_eltwise(ctx, src, ctx.output(node), alg, alpha, beta)
+
+    return OpRule(lower)
+
+
+def emit_eltwise(ctx: LoweringContext, src: int, dst: int, alg: EltwiseAlg, alpha: float, beta: float) -> None:
+    ctx.emit(StepKind.ELTWISE, [src], [dst], {"alg": [alg]}, {"alpha": [alpha], "beta": [beta]})
+
+
+# --- binary ---------------------------------------------------------------------------------------
+BINARY: dict[object, BinaryAlg] = {
+    aten.add.Tensor: BinaryAlg.ADD,
+    aten.sub.Tensor: BinaryAlg.SUB,
+    aten.mul.Tensor: BinaryAlg.MUL,
+    aten.div.Tensor: BinaryAlg.DIV,
+    aten.maximum.default: BinaryAlg.MAX,
+    aten.minimum.default: BinaryAlg.MIN,
+    aten.add.Scalar: BinaryAlg.ADD,
+    aten.sub.Scalar: BinaryAlg.SUB,
+    aten.mul.Scalar: BinaryAlg.MUL,
+    aten.div.Scalar: BinaryAlg.DIV,
+}
+COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
+# x OP c as alpha * x + beta, and c OP x likewise (None: not expressible as LINEAR).
+SCALAR_RIGHT: dict[BinaryAlg, Callable[[float], tuple[float, float] | None]] = {
+    BinaryAlg.ADD: lambda c: (1.0, c),
+    BinaryAlg.SUB: lambda c: (1.0, -c),
+    BinaryAlg.MUL: lambda c: (c, 0.0),
+    BinaryAlg.DIV: lambda c: (1.0 / c, 0.0) if c != 0 else None,
+}
+SCALAR_LEFT: dict[BinaryAlg, Callable[[float], tuple[float, float] | None]] = {
+    BinaryAlg.ADD: lambda c: (1.0, c),
+    BinaryAlg.SUB: lambda c: (-1.0, c),
+    BinaryAlg.MUL: lambda c: (c, 0.0),
+}
+
+
+def left_pad(dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    return (1,) * (rank - len(dims)) + dims
+
+
+def binary_rule(alg: BinaryAlg) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        if arg(node, 2, "alpha", 1) != 1:
+            raise Unsupported("add/sub with alpha other than 1")
+        out_dims = static_dims(node)
+        lhs, rhs = node.args[0], node.args[1]
+
+        def scalar(operand: object) -> float | None:
+            if isinstance(operand, (int, float)) and not isinstance(operand, bool):
+                return float(operand)
+            if isinstance(operand, Node):
+                data = ctx.constant(ctx.value(operand))
+                if data is not None and data.numel() == 1:
+                    return float(data.reshape(()))
+            return None
+
+        for tensor, constant, table in ((lhs, scalar(rhs), SCALAR_RIGHT), (rhs, scalar(lhs), SCALAR_LEFT)):
+            if constant is None or not isinstance(tensor, Node):
+                continue
+            src = ctx.value(tensor)
+            as_linear = table.get(alg, lambda c: None)(constant)
+            if ctx.dims(src) == out_dims and as_linear is not None:
+                emit_eltwise(ctx, src, ctx.output(node), EltwiseAlg.LINEAR, *as_linear)
+                return
+            if ctx.dims(src) == out_dims and table is SCALAR_LEFT and alg == BinaryAlg.DIV:
+                emit_eltwise(ctx, src, ctx.output(node), EltwiseAlg.POW, constant, -1.0)
+                return
+
+        def operand(x: object) -> int:
+            if isinstance(x, Node):
+                return ctx.value(x)
+            return ctx.graph.add_constant(torch.tensor(float(x)), DType.F32)  # type: ignore[arg-type]
+
+        src0, src1 = operand(lhs), operand(rhs)
+        rank = len(out_dims)
+        post_ops: dict[str, list[int]] = {}
+        floats: dict[str, list[float]] = {}
+        if left_pad(ctx.dims(src0), rank) != out_dims:
+            if left_pad(ctx.dims(src1), rank) != out_dims or alg not in COMMUTATIVE | {BinaryAlg.SUB}:
+                raise Unsupported(f"binary {alg.name}: first operand {ctx.dims(src0)} would need broadcasting to {out_dims}")
+            src0, src1 = src1, src0
+            if alg == BinaryAlg.SUB:  # a - b == -(b - a)
+                post_ops = {"post_ops": [PostOpKind.ELTWISE, EltwiseAlg.LINEAR]}
+                floats = {"post_op_params": [-1.0, 0.0]}
+        if len(ctx.dims(src0)) != rank:
+            raise Unsupported("binary output rank differs from its full-size operand")
+        ctx.emit(StepKind.BINARY, [src0, src1], [ctx.output(node)], {"alg": [alg], **post_ops}, floats)
+
+    return OpRule(lower)
+
+
+# --- convolution and matmul -----------------------------------------------------------------------
+def lower_convolution(ctx: LoweringContext, node: Node) -> None:
+    x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
+    src, weights, bias = ctx.value(x), ctx.value(w), ctx.optional_value(b)
+    rank = len(ctx.dims(src))
+    if rank not in (3, 4, 5):
+        raise Unsupported(f"convolution of rank {rank}")
+    if ctx.constant(weights) is None:
+        raise Unsupported("convolution weights must be constant")
+    n = rank - 2
+    strides, pad, dil = spatial(stride, n, "stride"), spatial(padding, n, "padding"), spatial(dilation, n, "dilation")
+    out_pad = spatial(output_padding, n, "output_padding")
+    if transposed:
+        padding_r = [p - o for p, o in zip(pad, out_pad)]
+        if min(padding_r) < 0:
+            raise Unsupported("conv_transpose with output_padding larger than padding")
+        kind = StepKind.DECONVOLUTION
+    else:
+        if any(out_pad):
+            raise Unsupported("output_padding on a forward convolution")
+        padding_r, kind = pad, StepKind.CONVOLUTION
+    ints = {"strides": strides, "padding_l": pad, "padding_r": padding_r, "dilation": dil, "groups": [int(groups)]}  # type: ignore[call-overload]
+    ctx.emit(kind, [src, weights, bias], [ctx.output(node)], ints)
+
+
+def emit_matmul(ctx: LoweringContext, node: Node, a: object, b: object, bias: object, transpose_b: bool) -> None:
+    va, vb, vbias = ctx.value(a), ctx.value(b), ctx.optional_value(bias)
+    out_dims = static_dims(node)
+    if len(ctx.dims(va)) < 2 or len(ctx.dims(vb)) < 2 or len(out_dims) < 2:
+        raise Unsupported("matmul operands and result must have rank >= 2")
+    if vbias is not None and len(ctx.dims(vbias)) > len(out_dims):
+        raise Unsupported("matmul bias of higher rank than the result")
+    ctx.emit(StepKind.MATMUL, [va, vb, vbias], [ctx.output(node)], {"transpose_b": [int(transpose_b)]})
+
+
+def lower_linear(ctx: LoweringContext, node: Node) -> None:
+    emit_matmul(ctx, node, node.args[0], node.args[1], arg(node, 2, "bias"), transpose_b=True)
+
+
+def lower_addmm(ctx: LoweringContext, node: Node) -> None:
+    if arg(node, 3, "beta", 1) != 1 or arg(node, 4, "alpha", 1) != 1:
+        raise Unsupported("addmm with alpha or beta other than 1")
+    emit_matmul(ctx, node, node.args[1], node.args[2], node.args[0], transpose_b=False)
+
+
+def lower_mm(ctx: LoweringContext, node: Node) -> None:
+    emit_matmul(ctx, node, node.args[0], node.args[1], None, transpose_b=False)
+
+
+# --- normalization, softmax -----------------------------------------------------------------------
+def lower_batch_norm(ctx: LoweringContext, node: Node) -> None:
+    x, weight, bias, mean, var, _momentum, eps = node.args[:7]
+    src = ctx.value(x)
+    if len(ctx.dims(src)) < 2:
+        raise Unsupported("batch norm needs a channel dim")
+    stats = [ctx.value(mean), ctx.value(var)]
+    if any(ctx.constant(v) is None for v in stats):
+        raise Unsupported("batch norm statistics must be constant")
+    inputs = [src, *stats, ctx.optional_value(weight), ctx.optional_value(bias)]
+    ctx.emit(StepKind.BATCH_NORM, inputs, [ctx.output(node)], floats={"eps": [float(eps)]})  # type: ignore[arg-type]
+
+
+def lower_layer_norm(ctx: LoweringContext, node: Node) -> None:
+    x, normalized_shape, weight, bias, eps = node.args[:5]
+    if len(normalized_shape) != 1:  # type: ignore[arg-type]
+        raise Unsupported("layer norm over more than the last dim")
+    inputs = [ctx.value(x), ctx.optional_value(weight), ctx.optional_value(bias)]
+    ctx.emit(StepKind.LAYER_NORM, inputs, [ctx.output(node)], floats={"eps": [float(eps)]})  # type: ignore[arg-type]
+
+
+def softmax_rule(log: bool) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        x, dim, half_to_float = node.args[:3]
+        if half_to_float:
+            raise Unsupported("softmax with half_to_float")
+        src = ctx.value(x)
+        axis = normalize_dim(dim, len(ctx.dims(src)))  # type: ignore[arg-type]
+        ctx.emit(StepKind.SOFTMAX, [src], [ctx.output(node)], {"axis": [axis], "log": [int(log)]})
+
+    return OpRule(lower)
+
+
+# --- pooling and reductions -----------------------------------------------------------------------
+def emit_pooling(
+    ctx: LoweringContext, node: Node, alg: PoolingAlg, kernel: object, stride: object, padding: object, dilation: object
+) -> None:
+    src = ctx.value(node.args[0])
+    in_dims, out_dims = ctx.dims(src), static_dims(node)
+    if len(in_dims) != 4:
+        raise Unsupported("2d pooling needs a 4d input")
+    k = spatial(kernel, 2, "kernel_size")
+    s = spatial(stride, 2, "stride") if stride else k
+    pad_l, dil = spatial(padding, 2, "padding"), spatial(dilation, 2, "dilation")
+    # ceil_mode shows up as extra padding on the right, derived from the exported output size.
+    pad_r = [(o - 1) * st + (kk - 1) * d + 1 - i - p for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)]
+    if min(pad_r) < 0:
+        raise Unsupported("pooling window does not reach the input's end")
+    if alg == PoolingAlg.AVG_INCLUDE_PADDING and pad_r != pad_l:
+        raise Unsupported("avg pool counting padding with ceil_mode")
+    ints = {"alg": [alg], "kernel": k, "strides": s, "padding_l": pad_l, "padding_r": pad_r, "dilation": dil}
+    ctx.emit(StepKind.POOLING, [src], [ctx.output(node)], ints)
+
+
+def lower_max_pool(ctx: LoweringContext, node: Node) -> None:
+    emit_pooling(
+        ctx, node, PoolingAlg.MAX, node.args[1], arg(node, 2, "stride", []), arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
+    )
+
+
+def lower_avg_pool(ctx: LoweringContext, node: Node) -> None:
+    if arg(node, 6, "divisor_override") is not None:
+        raise Unsupported("avg pool with divisor_override")
+    include = arg(node, 5, "count_include_pad", True)
+    alg = PoolingAlg.AVG_INCLUDE_PADDING if include else PoolingAlg.AVG_EXCLUDE_PADDING
+    emit_pooling(ctx, node, alg, node.args[1], arg(node, 2, "stride", []), arg(node, 3, "padding", 0), 1)
+
+
+def lower_adaptive_avg_pool(ctx: LoweringContext, node: Node) -> None:
+    in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), static_dims(node)
+    if len(in_dims) != 4 or any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):
+        raise Unsupported("adaptive avg pool whose output does not divide the input")
+    kernel = [i // o for i, o in zip(in_dims[2:], out_dims[2:])]
+    emit_pooling(ctx, node, PoolingAlg.AVG_EXCLUDE_PADDING, kernel, kernel, 0, 1)
+
+
+def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        src = ctx.value(node.args[0])
+        in_dims = ctx.dims(src)
+        dims = arg(node, 1, "dim")
+        keepdim = arg(node, 2, "keepdim", False)
+        if has_dtype and arg(node, 3, "dtype") is not None:
+            raise Unsupported("reduction with an explicit dtype")
+        reduced = {normalize_dim(d, len(in_dims)) for d in dims} if dims else set(range(len(in_dims)))  # type: ignore[union-attr]
+        kept = tuple(1 if i in reduced else d for i, d in enumerate(in_dims))
+        if keepdim:
+            ctx.emit(StepKind.REDUCTION, [src], [ctx.output(node)], {"alg": [alg]})
+            return
+        reduced_value = ctx.new_value(kept)
+        ctx.emit(StepKind.REDUCTION, [src], [reduced_value], {"alg": [alg]})
+        ctx.emit(StepKind.RESHAPE, [reduced_value], [ctx.output(node)])
+
+    return OpRule(lower)
+
+
+# --- layout-only ops (folded ahead of time when their input is constant) --------------------------
+def layout_rule(permutation: Callable[[Node, int], list[int]] | None = None) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        src = ctx.value(node.args[0])
+        out_dims = static_dims(node)
+        data = ctx.constant(src)
+        perm = permutation(node, len(ctx.dims(src))) if permutation else None
+        if data is not None:
+            ctx.fold(node, (data.permute(perm) if perm else data).reshape(out_dims).contiguous())
+        elif perm is not None and perm != list(range(len(perm))):
+            ctx.emit(StepKind.REORDER, [src], [ctx.output(node)], {"permutation": perm})
+        else:
+            ctx.emit(StepKind.RESHAPE, [src], [ctx.output(node)])
+
+    return OpRule(lower, compute=False)
+
+
+def permute_dims(node: Node, rank: int) -> list[int]:
+    return [normalize_dim(d, rank) for d in node.args[1]]  # type: ignore[union-attr]
+
+
+def transpose_dims(node: Node, rank: int) -> list[int]:
+    perm = list(range(rank))
+    a, b = (normalize_dim(d, rank) for d in node.args[1:3])  # type: ignore[arg-type]
+    perm[a], perm[b] = perm[b], perm[a]
+    return perm
+
+
+def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
+    dtype, dim_order = node.kwargs.get("dtype"), node.kwargs.get("dim_order")
+    rank = len(static_dims(node))
+    if dim_order not in (None, list(range(rank))):
+        raise Unsupported("copy that changes the dim order")
+    data = ctx.constant_node_data(node.args[0])
+    if data is not None and dtype in (None, torch.float32):
+        ctx.fold(node, data.to(torch.float32).reshape(static_dims(node)))
+        return
+    if dtype not in (None, torch.float32):
+        raise Unsupported(f"copy to dtype {dtype}")
+    layout_rule().lower(ctx, node)
+
+
+def lower_expand(ctx: LoweringContext, node: Node) -> None:
+    # The consuming binary step broadcasts the unexpanded operand itself.
+    src = ctx.value(node.args[0])
+    if ctx.constant(src) is not None:
+        ctx.fold(node, ctx.constant(src).expand(static_dims(node)).contiguous())  # type: ignore[union-attr]
+    else:
+        ctx.alias(node, src)
+
+
+def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    if all(aten_op(u.target) in BINARY and supported(u) for u in node.users):
+        return None
+    return "expand is taken only when all its users are delegated binary ops that broadcast"
+
+
+# --- concat, pad, resampling ----------------------------------------------------------------------
+def lower_cat(ctx: LoweringContext, node: Node) -> None:
+    sources = [ctx.value(x) for x in node.args[0]]  # type: ignore[union-attr]
+    out_dims = static_dims(node)
+    axis = normalize_dim(arg(node, 1, "dim", 0), len(out_dims))  # type: ignore[arg-type]
+    if any(len(ctx.dims(s)) != len(out_dims) for s in sources):
+        raise Unsupported("cat of tensors of different ranks")
+    ctx.emit(StepKind.CONCAT, sources, [ctx.output(node)], {"axis": [axis]})
+
+
+def lower_constant_pad(ctx: LoweringContext, node: Node) -> None:
+    src = ctx.value(node.args[0])
+    pad, value = list(node.args[1]), float(arg(node, 2, "value", 0.0))  # type: ignore[arg-type]
+    rank = len(ctx.dims(src))
+    if len(pad) % 2 or len(pad) > 2 * rank or min(pad, default=0) < 0:
+        raise Unsupported(f"constant pad {pad}")
+    front, back = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        front[rank - 1 - i], back[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    ctx.emit(StepKind.PAD, [src], [ctx.output(node)], {"pad_front": front, "pad_back": back}, {"value": [value]})
+
+
+def resampling_rule(alg: ResamplingAlg) -> OpRule:
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        src = ctx.value(node.args[0])
+        in_dims, out_dims = ctx.dims(src), static_dims(node)
+        if alg == ResamplingAlg.LINEAR and arg(node, 2, "align_corners", False):
+            raise Unsupported("bilinear upsampling with align_corners=True")
+        scales = arg(node, 3 if alg == ResamplingAlg.LINEAR else 2, "scale_factors")
+        if scales is not None and any(o != i * s for i, o, s in zip(in_dims[2:], out_dims[2:], scales)):  # type: ignore[union-attr]
+            raise Unsupported("upsampling whose scale factor does not give the output size exactly")
+        if alg == ResamplingAlg.NEAREST and any(o % i for i, o in zip(in_dims[2:], out_dims[2:])):
+            raise Unsupported("nearest upsampling by a non-integer factor")
+        ctx.emit(StepKind.RESAMPLING, [src], [ctx.output(node)], {"alg": [alg]})
+
+    return OpRule(lower)
+
+
+def lower_getitem(ctx: LoweringContext, node: Node) -> None:
+    source, index = node.args
+    if index != 0 or not isinstance(source, Node):
+        raise Unsupported("only the first output of a multi-output op")
+    ctx.alias(node, ctx.value(source))
+
+
+OP_RULES: dict[object, OpRule] = {
+    **{target: eltwise_rule(params) for target, params in ELTWISE.items()},
+    **{target: binary_rule(alg) for target, alg in BINARY.items()},
+    aten.convolution.default: OpRule(lower_convolution),
+    aten.linear.default: OpRule(lower_linear),
+    aten.addmm.default: OpRule(lower_addmm),
+    aten.mm.default: OpRule(lower_mm),
+    aten.bmm.default: OpRule(lower_mm),
+    aten._native_batch_norm_legit_no_training.default: OpRule(lower_batch_norm, users_ok=only_first_output_used),
+    aten.native_layer_norm.default: OpRule(lower_layer_norm, users_ok=only_first_output_used),
+    aten._softmax.default: softmax_rule(log=False),
+    aten._log_softmax.default: softmax_rule(log=True),
+    aten.max_pool2d_with_indices.default: OpRule(lower_max_pool, users_ok=only_first_output_used),
+    aten.avg_pool2d.default: OpRule(lower_avg_pool),
+    aten._adaptive_avg_pool2d.default: OpRule(lower_adaptive_avg_pool),
+    aten.mean.dim: reduction_rule(ReductionAlg.MEAN, has_dtype=True),
+    aten.sum.dim_IntList: reduction_rule(ReductionAlg.SUM, has_dtype=True),
+    aten.amax.default: reduction_rule(ReductionAlg.MAX, has_dtype=False),
+    aten.amin.default: reduction_rule(ReductionAlg.MIN, has_dtype=False),
+    aten.cat.default: OpRule(lower_cat),
+    aten.constant_pad_nd.default: OpRule(lower_constant_pad),
+    aten.upsample_nearest2d.vec: resampling_rule(ResamplingAlg.NEAREST),
+    aten.upsample_bilinear2d.vec: resampling_rule(ResamplingAlg.LINEAR),
+    aten.view_copy.default: layout_rule(),
+    aten.squeeze_copy.dims: layout_rule(),
+    aten.squeeze_copy.dim: layout_rule(),
+    aten.squeeze_copy.default: layout_rule(),
+    aten.unsqueeze_copy.default: layout_rule(),
+    aten.clone.default: layout_rule(),
+    aten.alias_copy.default: layout_rule(),
+    aten.permute_copy.default: layout_rule(permute_dims),
+    aten.transpose_copy.int: layout_rule(transpose_dims),
+    aten.expand_copy.default: OpRule(lower_expand, compute=False, users_ok=expand_users_ok),
+    torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
+    operator.getitem: OpRule(lower_getitem, compute=False),
+}
+
+# Ops that ExecuTorch's default decompositions would break apart, though the runtime runs them whole.
+KEEP_WHOLE = [
+    aten.linear.default,
+    aten.hardswish.default,
+    aten.hardsigmoid.default,
+    aten.silu.default,
+    aten.gelu.default,
+    aten.leaky_relu.default,
+    aten.elu.default,
+    aten.upsample_nearest2d.vec,
+    aten.upsample_bilinear2d.vec,
+]
+

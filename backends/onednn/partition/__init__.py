@@ -1,0 +1,3 @@
+from .onednn_partitioner import OneDnnPartitioner
+
+__all__ = ["OneDnnPartitioner"]

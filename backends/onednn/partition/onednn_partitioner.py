@@ -1,0 +1,65 @@
+"""Claims the nodes the oneDNN runtime executes exactly; everything else stays with ExecuTorch."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import torch
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
+from torch.export import ExportedProgram
+from torch.fx import Node
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from ..ops import KEEP_WHOLE, rule_for, unsupported_reason
+
+logger = logging.getLogger(__name__)
+
+
+class _OneDnnSupport(OperatorSupportBase):
+    def __init__(self, ep: ExportedProgram) -> None:
+        self.ep = ep
+        self.rejections: dict[str, str] = {}
+
+    def is_node_supported(self, submodules: object, node: Node) -> bool:
+        reason = unsupported_reason(self.ep, node)
+        if reason is not None and node.op == "call_function":
+            self.rejections[node.name] = reason
+            logger.debug("OneDnnPartitioner leaves %s: %s", node.name, reason)
+        return reason is None
+
+
+class OneDnnPartitioner(Partitioner):
+    """Partitioner of the oneDNN delegate (backend id `OneDnnBackend`)."""
+
+    def __init__(self, compile_specs: list[CompileSpec] | None = None) -> None:
+        super().__init__()
+        self.delegation_spec = DelegationSpec("OneDnnBackend", list(compile_specs or []))
+        # Node name -> why it was left to ExecuTorch, from the last partition() call.
+        self.rejections: dict[str, str] = {}
+
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> tuple[list[torch._ops.OpOverload], Callable[[Node], bool] | None]:
+        return list(KEEP_WHOLE), lambda node: unsupported_reason(ep, node) is None
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        support = _OneDnnSupport(exported_program)
+        proposer = CapabilityBasedPartitioner(
+            exported_program.graph_module, support, allows_single_node_partition=True
+        )
+        tags = {}
+        for partition in proposer.propose_partitions():
+            rules = [rule_for(node) for node in partition.nodes]
+            if not any(rule is not None and rule.compute for rule in rules):
+                continue  # reshapes alone are cheaper left where they are
+            tag = f"onednn_{partition.id}"
+            for node in partition.nodes:
+                node.meta["delegation_tag"] = tag
+            tags[tag] = self.delegation_spec
+        tag_constant_data(exported_program)
+        self.rejections = support.rejections
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)

@@ -1,0 +1,214 @@
+"""The delegate's graph as the runtime sees it, and its byte encoding (see FORMAT.md)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+import torch
+
+from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, StepKind
+
+MAX_STRING = 1024
+MAX_ATTR_COUNT = 4096
+
+
+class PayloadError(ValueError):
+    """A payload that does not follow FORMAT.md."""
+
+
+@dataclass
+class Value:
+    dtype: DType
+    dims: tuple[int, ...]
+    constant_key: str | None = None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.dims)
+
+
+@dataclass
+class Step:
+    kind: StepKind
+    inputs: list[int]
+    outputs: list[int]
+    ints: dict[str, list[int]] = field(default_factory=dict)
+    floats: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class Graph:
+    values: list[Value] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    # Constant tensors by value id; preprocess moves them into the named data store.
+    constant_data: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def add_value(self, dtype: DType, dims: tuple[int, ...]) -> int:
+        self.values.append(Value(dtype, tuple(dims)))
+        return len(self.values) - 1
+
+    def add_constant(self, tensor: torch.Tensor, dtype: DType) -> int:
+        value_id = self.add_value(dtype, tuple(tensor.shape))
+        self.constant_data[value_id] = tensor.detach().contiguous()
+        return value_id
+
+    def add_step(self, step: Step) -> Step:
+        self.steps.append(step)
+        return step
+
+    def producers(self) -> dict[int, int]:
+        """Value id -> index of the step that produces it."""
+        return {out: index for index, step in enumerate(self.steps) for out in step.outputs}
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Value id -> indices of the steps that read it (a step reading twice appears twice)."""
+        users: dict[int, list[int]] = {}
+        for index, step in enumerate(self.steps):
+            for value_id in step.inputs:
+                if value_id != NO_VALUE:
+                    users.setdefault(value_id, []).append(index)
+        return users
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def u8(self, v: int) -> None:
+        self.parts.append(struct.pack("<B", v))
+
+    def u16(self, v: int) -> None:
+        self.parts.append(struct.pack("<H", v))
+
+    def u32(self, v: int) -> None:
+        self.parts.append(struct.pack("<I", v))
+
+    def u32s(self, vs: list[int]) -> None:
+        self.u32(len(vs))
+        self.parts.append(struct.pack(f"<{len(vs)}I", *vs))
+
+    def string(self, s: str) -> None:
+        data = s.encode()
+        if len(data) > MAX_STRING:
+            raise PayloadError(f"string of {len(data)} bytes exceeds {MAX_STRING}")
+        self.u32(len(data))
+        self.parts.append(data)
+
+    def raw(self, data: bytes) -> None:
+        self.parts.append(data)
+
+
+def serialize(graph: Graph) -> bytes:
+    body = _Writer()
+    body.raw(struct.pack(f"<{len(graph.inputs)}I", *graph.inputs))
+    body.raw(struct.pack(f"<{len(graph.outputs)}I", *graph.outputs))
+    for value in graph.values:
+        if len(value.dims) > MAX_RANK:
+            raise PayloadError(f"rank {len(value.dims)} exceeds {MAX_RANK}")
+        body.u8(int(value.dtype))
+        body.u8(1 if value.constant_key is not None else 0)
+        body.u16(0)
+        body.u32(len(value.dims))
+        body.raw(struct.pack(f"<{len(value.dims)}q", *value.dims))
+        if value.constant_key is not None:
+            body.string(value.constant_key)
+    for step in graph.steps:
+        body.u32(int(step.kind))
+        body.u32s(step.inputs)
+        body.u32s(step.outputs)
+        body.u32(len(step.ints) + len(step.floats))
+        for attrs, code, fmt in ((step.ints, 0, "q"), (step.floats, 1, "d")):
+            for name, data in attrs.items():
+                if len(data) > MAX_ATTR_COUNT:
+                    raise PayloadError(f"attribute {name} has {len(data)} entries")
+                body.string(name)
+                body.u8(code)
+                body.u32(len(data))
+                body.raw(struct.pack(f"<{len(data)}{fmt}", *data))
+    payload = b"".join(body.parts)
+    header = MAGIC + struct.pack(
+        "<IQIIII",
+        VERSION,
+        HEADER_SIZE + len(payload),
+        len(graph.values),
+        len(graph.steps),
+        len(graph.inputs),
+        len(graph.outputs),
+    )
+    return header + payload
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.offset = 0
+
+    def take(self, fmt: str) -> tuple:
+        size = struct.calcsize(fmt)
+        if self.offset + size > len(self.data):
+            raise PayloadError(f"truncated payload: need {size} bytes at offset {self.offset}")
+        out = struct.unpack_from(fmt, self.data, self.offset)
+        self.offset += size
+        return out
+
+    def u32s(self) -> list[int]:
+        (count,) = self.take("<I")
+        return list(self.take(f"<{count}I"))
+
+    def string(self) -> str:
+        (length,) = self.take("<I")
+        if length > MAX_STRING:
+            raise PayloadError(f"string of {length} bytes at offset {self.offset}")
+        end = self.offset + length
+        if end > len(self.data):
+            raise PayloadError("truncated string")
+        text = self.data[self.offset : end].decode()
+        self.offset = end
+        return text
+
+
+def deserialize(data: bytes) -> Graph:
+    """Parse a payload back into a Graph (without constant data); for tests and tooling."""
+    reader = _Reader(data)
+    (magic,) = reader.take("<4s")
+    if magic != MAGIC:
+        raise PayloadError(f"bad magic {magic!r}")
+    version, total, n_values, n_steps, n_inputs, n_outputs = reader.take("<IQIIII")
+    if version != VERSION:
+        raise PayloadError(f"unsupported payload version {version}")
+    if total != len(data):
+        raise PayloadError(f"payload says {total} bytes, got {len(data)}")
+    graph = Graph()
+    graph.inputs = list(reader.take(f"<{n_inputs}I"))
+    graph.outputs = list(reader.take(f"<{n_outputs}I"))
+    for _ in range(n_values):
+        dtype, is_constant, _reserved, rank = reader.take("<BBHI")
+        if rank > MAX_RANK:
+            raise PayloadError(f"rank {rank} exceeds {MAX_RANK}")
+        dims = reader.take(f"<{rank}q")
+        key = reader.string() if is_constant else None
+        graph.values.append(Value(DType(dtype), tuple(dims), key))
+    for _ in range(n_steps):
+        (kind,) = reader.take("<I")
+        step = Step(StepKind(kind), reader.u32s(), reader.u32s())
+        (n_attrs,) = reader.take("<I")
+        for _ in range(n_attrs):
+            name = reader.string()
+            code, count = reader.take("<BI")
+            if code == 0:
+                step.ints[name] = list(reader.take(f"<{count}q"))
+            elif code == 1:
+                step.floats[name] = list(reader.take(f"<{count}d"))
+            else:
+                raise PayloadError(f"attribute {name} has unknown type {code}")
+        graph.steps.append(step)
+    if reader.offset != len(data):
+        raise PayloadError(f"{len(data) - reader.offset} trailing bytes")
+    for value_id in graph.inputs + graph.outputs:
+        if value_id >= n_values:
+            raise PayloadError(f"graph input/output refers to value {value_id} of {n_values}")
+    return graph

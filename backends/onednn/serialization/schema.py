@@ -1,0 +1,109 @@
+"""Numeric codes of the OneDnnBackend payload; FORMAT.md is the specification, runtime/Schema.h the mirror."""
+
+from enum import IntEnum
+
+import torch
+
+MAGIC = b"ODNN"
+VERSION = 1
+NO_VALUE = 0xFFFFFFFF
+MAX_RANK = 6
+HEADER_SIZE = 32
+
+
+class DType(IntEnum):
+    F32 = 0
+    BF16 = 1
+    F16 = 2
+    S32 = 3
+    S8 = 4
+    U8 = 5
+
+
+TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
+    torch.float32: DType.F32,
+    torch.bfloat16: DType.BF16,
+    torch.float16: DType.F16,
+    torch.int32: DType.S32,
+    torch.int8: DType.S8,
+    torch.uint8: DType.U8,
+}
+
+
+class StepKind(IntEnum):
+    CONVOLUTION = 1
+    DECONVOLUTION = 2
+    MATMUL = 3
+    ELTWISE = 4
+    BINARY = 5
+    POOLING = 6
+    REDUCTION = 7
+    BATCH_NORM = 8
+    LAYER_NORM = 9
+    SOFTMAX = 10
+    REORDER = 11
+    RESHAPE = 12
+    CONCAT = 13
+    RESAMPLING = 14
+    PAD = 15
+
+
+class EltwiseAlg(IntEnum):
+    RELU = 0
+    CLIP = 1
+    GELU_ERF = 2
+    GELU_TANH = 3
+    SWISH = 4
+    LOGISTIC = 5
+    TANH = 6
+    HARDSWISH = 7
+    HARDSIGMOID = 8
+    ELU = 9
+    EXP = 10
+    LOG = 11
+    SQRT = 12
+    ABS = 13
+    LINEAR = 14
+    POW = 15
+    SQUARE = 16
+
+
+class BinaryAlg(IntEnum):
+    ADD = 0
+    SUB = 1
+    MUL = 2
+    DIV = 3
+    MAX = 4
+    MIN = 5
+
+
+class PoolingAlg(IntEnum):
+    MAX = 0
+    AVG_INCLUDE_PADDING = 1
+    AVG_EXCLUDE_PADDING = 2
+
+
+class ReductionAlg(IntEnum):
+    MEAN = 0
+    SUM = 1
+    MAX = 2
+    MIN = 3
+
+
+class ResamplingAlg(IntEnum):
+    NEAREST = 0
+    LINEAR = 1
+
+
+class PostOpKind(IntEnum):
+    ELTWISE = 0
+    BINARY = 1
+
+
+# Steps that accept post-ops, with the number of fixed input slots before the post-op operands.
+POST_OP_FIXED_INPUTS: dict[StepKind, int] = {
+    StepKind.CONVOLUTION: 3,
+    StepKind.DECONVOLUTION: 3,
+    StepKind.MATMUL: 3,
+    StepKind.BINARY: 2,
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Makes the environment ready, installing only what is missing: a virtual environment in .venv with the
+# pinned packages, Debian's gtest (with --tests), and this repository's delegate built and installed
+# into that environment (rebuilt when its sources change). Safe to run any number of times.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${ONEDNN_VENV:-$root/.venv}"
+python="${PYTHON:-python3}"
+
+if [[ "${1:-}" == "--tests" ]] && ! dpkg -s libgtest-dev >/dev/null 2>&1; then
+  echo "[bootstrap] installing Debian's libgtest-dev"
+  if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libgtest-dev >/dev/null
+fi
+
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "[bootstrap] creating $venv"
+  "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+
+stamp_dir="$venv/.onednn-stamps"
+mkdir -p "$stamp_dir"
+requirements_hash=$(sha256sum "$root/scripts/requirements.txt" | cut -d' ' -f1)
+if [[ "$(cat "$stamp_dir/requirements" 2>/dev/null)" != "$requirements_hash" ]]; then
+  echo "[bootstrap] installing pinned packages (scripts/requirements.txt)"
+  "${pip[@]}" install -r "$root/scripts/requirements.txt"
+  echo "$requirements_hash" > "$stamp_dir/requirements"
+fi
+
+# Rebuild the delegate when anything that goes into it changed.
+sources_hash=$(cd "$root" && find CMakeLists.txt pyproject.toml README.md backends/onednn -type f \
+  -not -path '*/test/*' -not -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+if [[ "$(cat "$stamp_dir/delegate" 2>/dev/null)" != "$sources_hash" ]] \
+   || ! "$venv/bin/python" -c "import executorch.backends.onednn" >/dev/null 2>&1; then
+  echo "[bootstrap] building and installing executorch-onednn (CMake, oneDNN runtime)"
+  "${pip[@]}" install --no-build-isolation --no-deps "$root"
+  echo "$sources_hash" > "$stamp_dir/delegate"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test: lint, the C++ runtime tests (gtest through ctest) and the Python tests (pytest).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/bootstrap.sh" --tests
+venv="${ONEDNN_VENV:-$root/.venv}"
+export PATH="$venv/bin:$PATH"
+
+echo "== ruff"
+ruff check "$root/backends" "$root/examples"
+
+echo "== C++ runtime tests (ctest)"
+cmake -S "$root" -B "$root/build/cmake-test" -G Ninja -DEXECUTORCH_BUILD_TESTS=ON \
+  -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
+cmake --build "$root/build/cmake-test" -j "$(nproc)"
+ctest --test-dir "$root/build/cmake-test" --output-on-failure -j "$(nproc)"
+
+echo "== Python tests (pytest)"
+cd "$root"
+python -m pytest backends/onednn/test "$@"
