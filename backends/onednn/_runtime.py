@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,9 @@ _loaded: ctypes.CDLL | None = None
 
 
 def library_path() -> Path:
-    return Path(__file__).resolve().parent / LIBRARY_NAME
+    """The installed runtime, or the one named by ONEDNN_BACKEND_LIBRARY (a development build)."""
+    override = os.environ.get("ONEDNN_BACKEND_LIBRARY")
+    return Path(override) if override else Path(__file__).resolve().parent / LIBRARY_NAME
 
 
 def load_runtime() -> ctypes.CDLL:
