@@ -25,8 +25,7 @@ def load_runtime() -> ctypes.CDLL:
     path = library_path()
     if not path.exists():
         raise ImportError(
-            f"{path} is missing: install executorch-onednn with pip (see backends/onednn/setup.md) "
-            "to build the runtime"
+            f"{path} is missing: install executorch-onednn with pip (see backends/onednn/setup.md) to build the runtime"
         )
     # The pybindings and our library must share one libexecutorch.so, hence one backend registry.
     import executorch.extension.pybindings.portable_lib  # noqa: F401

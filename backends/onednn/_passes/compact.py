@@ -19,7 +19,9 @@ def drop_unused(graph: Graph) -> Graph:
     renumber = {old: new for new, old in enumerate(referenced)}
     renumber[NO_VALUE] = NO_VALUE
     compacted = Graph(
-        values=[Value(graph.values[old].dtype, graph.values[old].dims, graph.values[old].constant_key) for old in referenced],
+        values=[
+            Value(graph.values[old].dtype, graph.values[old].dims, graph.values[old].constant_key) for old in referenced
+        ],
         inputs=[renumber[v] for v in graph.inputs],
         outputs=[renumber[v] for v in graph.outputs],
         constant_data={renumber[v]: t for v, t in graph.constant_data.items() if v in renumber},

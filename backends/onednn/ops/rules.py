@@ -112,7 +112,11 @@ def pow_params(node: Node) -> tuple[EltwiseAlg, float, float]:
 ELTWISE: dict[object, EltwiseParams] = {
     aten.relu.default: fixed(EltwiseAlg.RELU),
     aten.leaky_relu.default: lambda n: (EltwiseAlg.RELU, float(arg(n, 1, "negative_slope", 0.01)), 0.0),  # type: ignore[arg-type]
-    aten.hardtanh.default: lambda n: (EltwiseAlg.CLIP, float(arg(n, 1, "min_val", -1.0)), float(arg(n, 2, "max_val", 1.0))),  # type: ignore[arg-type]
+    aten.hardtanh.default: lambda n: (
+        EltwiseAlg.CLIP,
+        float(arg(n, 1, "min_val", -1.0)),
+        float(arg(n, 2, "max_val", 1.0)),
+    ),  # type: ignore[arg-type]
     aten.clamp.default: clamp_params,
     aten.gelu.default: gelu_params,
     aten.silu.default: fixed(EltwiseAlg.SWISH, 1.0),
@@ -216,7 +220,9 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
         floats: dict[str, list[float]] = {}
         if left_pad(ctx.dims(src0), rank) != out_dims:
             if left_pad(ctx.dims(src1), rank) != out_dims or alg not in COMMUTATIVE | {BinaryAlg.SUB}:
-                raise Unsupported(f"binary {alg.name}: first operand {ctx.dims(src0)} would need broadcasting to {out_dims}")
+                raise Unsupported(
+                    f"binary {alg.name}: first operand {ctx.dims(src0)} would need broadcasting to {out_dims}"
+                )
             src0, src1 = src1, src0
             if alg == BinaryAlg.SUB:  # a - b == -(b - a)
                 post_ops = {"post_ops": [PostOpKind.ELTWISE, EltwiseAlg.LINEAR]}
@@ -322,7 +328,10 @@ def emit_pooling(
     s = spatial(stride, 2, "stride") if stride else k
     pad_l, dil = spatial(padding, 2, "padding"), spatial(dilation, 2, "dilation")
     # ceil_mode shows up as extra padding on the right, derived from the exported output size.
-    pad_r = [(o - 1) * st + (kk - 1) * d + 1 - i - p for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)]
+    pad_r = [
+        (o - 1) * st + (kk - 1) * d + 1 - i - p
+        for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)
+    ]
     if min(pad_r) < 0:
         raise Unsupported("pooling window does not reach the input's end")
     if alg == PoolingAlg.AVG_INCLUDE_PADDING and pad_r != pad_l:
@@ -333,7 +342,13 @@ def emit_pooling(
 
 def lower_max_pool(ctx: LoweringContext, node: Node) -> None:
     emit_pooling(
-        ctx, node, PoolingAlg.MAX, node.args[1], arg(node, 2, "stride", []), arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
+        ctx,
+        node,
+        PoolingAlg.MAX,
+        node.args[1],
+        arg(node, 2, "stride", []),
+        arg(node, 3, "padding", 0),
+        arg(node, 4, "dilation", 1),
     )
 
 
@@ -509,6 +524,7 @@ OP_RULES: dict[object, OpRule] = {
     aten.transpose_copy.int: layout_rule(transpose_dims),
     aten.expand_copy.default: OpRule(lower_expand, compute=False, users_ok=expand_users_ok),
     torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
+    torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),
     operator.getitem: OpRule(lower_getitem, compute=False),
 }
 
@@ -524,4 +540,3 @@ KEEP_WHOLE = [
     aten.upsample_nearest2d.vec,
     aten.upsample_bilinear2d.vec,
 ]
-

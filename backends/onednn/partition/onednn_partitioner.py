@@ -48,9 +48,7 @@ class OneDnnPartitioner(Partitioner):
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         support = _OneDnnSupport(exported_program)
-        proposer = CapabilityBasedPartitioner(
-            exported_program.graph_module, support, allows_single_node_partition=True
-        )
+        proposer = CapabilityBasedPartitioner(exported_program.graph_module, support, allows_single_node_partition=True)
         tags = {}
         for partition in proposer.propose_partitions():
             rules = [rule_for(node) for node in partition.nodes]
