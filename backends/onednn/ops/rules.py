@@ -332,6 +332,9 @@ def emit_pooling(
         (o - 1) * st + (kk - 1) * d + 1 - i - p
         for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)
     ]
+    # Floor mode may leave the last input rows unread (pad_r < 0); oneDNN floors its output size too,
+    # so pad_r = 0 gives the same windows whenever the shortfall is less than one stride.
+    pad_r = [0 if -st < p < 0 else p for p, st in zip(pad_r, s)]
     if min(pad_r) < 0:
         raise Unsupported("pooling window does not reach the input's end")
     if alg == PoolingAlg.AVG_INCLUDE_PADDING and pad_r != pad_l:

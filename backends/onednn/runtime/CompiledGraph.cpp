@@ -1,0 +1,240 @@
+#include "CompiledGraph.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "GraphBuilder.h"
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using runtime::Error;
+
+struct CpuContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+
+CpuContext& cpu_context() {
+  static CpuContext context;
+  return context;
+}
+
+std::vector<int32_t> tensor_sizes(const ValueRecord& value) {
+  std::vector<int32_t> sizes;
+  for (int64_t dim : value.dims) {
+    ODNN_CHECK(
+        dim <= std::numeric_limits<int32_t>::max(),
+        "graph input/output dim %lld does not fit a tensor size",
+        static_cast<long long>(dim));
+    sizes.push_back(static_cast<int32_t>(dim));
+  }
+  return sizes;
+}
+
+// Formats sizes into `text` without allocating (execute() must not allocate).
+template <typename Sizes>
+const char* format_sizes(char (&text)[128], const Sizes& sizes) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (size_t d = 0; d < sizes.size() && used < sizeof(text); ++d) {
+    const int written = std::snprintf(
+        text + used, sizeof(text) - used, "%s%d", d ? ", " : "", static_cast<int>(sizes[d]));
+    used += written > 0 ? static_cast<size_t>(written) : 0;
+  }
+  return text;
+}
+
+template <typename Sizes>
+bool sizes_equal(const Tensor& tensor, const Sizes& expected) {
+  const auto sizes = tensor.sizes();
+  return sizes.size() == expected.size() && std::equal(sizes.begin(), sizes.end(), expected.begin());
+}
+
+bool is_contiguous_default_order(const Tensor& tensor) {
+  return runtime::tensor_is_default_dim_order(tensor) && runtime::tensor_is_contiguous(tensor);
+}
+
+} // namespace
+
+const dnnl::engine& cpu_engine() {
+  return cpu_context().engine;
+}
+
+dnnl::stream& cpu_stream() {
+  return cpu_context().stream;
+}
+
+std::unique_ptr<CompiledGraph> CompiledGraph::build(
+    const Payload& payload,
+    const runtime::NamedDataMap* named_data) {
+  std::unique_ptr<CompiledGraph> graph(new CompiledGraph());
+  for (uint32_t id : payload.inputs) {
+    graph->input_sizes_.push_back(tensor_sizes(payload.values[id]));
+  }
+  for (uint32_t id : payload.outputs) {
+    graph->output_sizes_.push_back(tensor_sizes(payload.values[id]));
+  }
+  GraphBuilder builder(payload, named_data, cpu_engine(), cpu_stream());
+  for (size_t index = 0; index < payload.steps.size(); ++index) {
+    const StepRecord& step = payload.steps[index];
+    try {
+      build_step(step, builder);
+    } catch (const InitError& error) {
+      fail(error.code(), "step %zu (%s): %s", index, step_kind_name(step.kind), error.what());
+    } catch (const dnnl::error& error) {
+      fail(error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal,
+           "step %zu (%s): oneDNN could not build it: %s (status %d)",
+           index,
+           step_kind_name(step.kind),
+           error.what(),
+           static_cast<int>(error.status));
+    }
+  }
+  builder.finish(*graph);
+  return graph;
+}
+
+Error CompiledGraph::check_input(size_t index, runtime::EValue* arg) const {
+  if (arg == nullptr || !arg->isTensor()) {
+    ET_LOG(Error, "OneDnnBackend: input %zu is not a tensor", index);
+    return Error::InvalidArgument;
+  }
+  const Tensor& tensor = arg->toTensor();
+  if (tensor.scalar_type() != ScalarType::Float) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: input %zu has dtype %d, expected Float",
+        index,
+        static_cast<int>(tensor.scalar_type()));
+    return Error::InvalidArgument;
+  }
+  const std::vector<int32_t>& expected = input_sizes_[index];
+  if (!sizes_equal(tensor, expected)) {
+    char want[128];
+    char got[128];
+    ET_LOG(
+        Error,
+        "OneDnnBackend: input %zu: expected sizes [%s], got [%s]",
+        index,
+        format_sizes(want, expected),
+        format_sizes(got, tensor.sizes()));
+    return Error::InvalidArgument;
+  }
+  if (!is_contiguous_default_order(tensor) || tensor.const_data_ptr() == nullptr) {
+    ET_LOG(Error, "OneDnnBackend: input %zu is not contiguous in the default dim order", index);
+    return Error::InvalidArgument;
+  }
+  return Error::Ok;
+}
+
+Error CompiledGraph::prepare_output(size_t index, runtime::EValue* arg) const {
+  if (arg == nullptr || !arg->isTensor()) {
+    ET_LOG(Error, "OneDnnBackend: output %zu is not a tensor", index);
+    return Error::InvalidArgument;
+  }
+  Tensor& tensor = arg->toTensor();
+  if (tensor.scalar_type() != ScalarType::Float) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: output %zu has dtype %d, expected Float",
+        index,
+        static_cast<int>(tensor.scalar_type()));
+    return Error::InvalidArgument;
+  }
+  const std::vector<int32_t>& expected = output_sizes_[index];
+  if (!sizes_equal(tensor, expected)) {
+    const Error resized = runtime::resize_tensor(
+        tensor, executorch::aten::ArrayRef<executorch::aten::SizesType>(expected.data(), expected.size()));
+    if (resized != Error::Ok) {
+      char want[128];
+      char got[128];
+      ET_LOG(
+          Error,
+          "OneDnnBackend: output %zu: expected sizes [%s], got [%s] and resizing failed",
+          index,
+          format_sizes(want, expected),
+          format_sizes(got, tensor.sizes()));
+      return Error::InvalidArgument;
+    }
+  }
+  if (!is_contiguous_default_order(tensor) || tensor.mutable_data_ptr() == nullptr) {
+    ET_LOG(Error, "OneDnnBackend: output %zu is not contiguous in the default dim order", index);
+    return Error::InvalidArgument;
+  }
+  return Error::Ok;
+}
+
+Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
+  const size_t num_inputs = input_sizes_.size();
+  const size_t num_outputs = output_sizes_.size();
+  if (args.size() != num_inputs + num_outputs) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: expected %zu arguments (%zu inputs, %zu outputs), got %zu",
+        num_inputs + num_outputs,
+        num_inputs,
+        num_outputs,
+        args.size());
+    return Error::InvalidArgument;
+  }
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const Error error = check_input(i, args[i]);
+    if (error != Error::Ok) {
+      return error;
+    }
+  }
+  for (size_t j = 0; j < num_outputs; ++j) {
+    const Error error = prepare_output(j, args[num_inputs + j]);
+    if (error != Error::Ok) {
+      return error;
+    }
+  }
+  try {
+    for (const Binding& binding : bindings_) {
+      binding.memory.set_data_handle(args[binding.arg_index]->toTensor().mutable_data_ptr());
+    }
+    dnnl::stream& stream = cpu_stream();
+    for (size_t index = 0; index < steps_.size(); ++index) {
+      const PreparedStep& step = steps_[index];
+      if (step.primitive == nullptr) {
+        auto* target = static_cast<float*>(step.fill_target.get_data_handle());
+        std::fill_n(target, step.fill_count, step.fill_value);
+        continue;
+      }
+      const dnnl_status_t status = dnnl_primitive_execute(
+          step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
+      if (status != dnnl_success) {
+        ET_LOG(
+            Error,
+            "OneDnnBackend: prepared step %zu failed with oneDNN status %d",
+            index,
+            static_cast<int>(status));
+        return Error::Internal;
+      }
+    }
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: execute failed: %s (status %d)",
+        error.what(),
+        static_cast<int>(error.status));
+    return Error::Internal;
+  } catch (const std::exception& error) {
+    ET_LOG(Error, "OneDnnBackend: execute failed: %s", error.what());
+    return Error::Internal;
+  }
+  return Error::Ok;
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,213 @@
+// CONVOLUTION, DECONVOLUTION and MATMUL: the primitives whose weights oneDNN lays out itself
+// (format_tag::any, reordered once at init) and that take post-ops.
+#include <numeric>
+
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+using dnnl::prop_kind;
+
+struct ConvolutionShape {
+  memory::dims src, dst, weights; // weights: oneDNN logical dims ([g,] OC[/g], IC[/g], k...)
+  memory::desc weights_view; // the PyTorch weight bytes described with those dims
+  memory::dims strides, dilation, padding_l, padding_r;
+  int64_t channels_out = 0;
+};
+
+// PyTorch weights: convolution [OC, IC/g, k...]; conv_transpose [IC, OC/g, k...], i.e. physically
+// [g, IC/g, OC/g, k...], which oneDNN reads through strides ("giohw"/"iohw") without a copy.
+ConvolutionShape read_convolution_shape(const StepRecord& step, GraphBuilder& graph, bool transposed) {
+  ConvolutionShape shape;
+  shape.src = graph.dims(step.inputs[0]);
+  shape.dst = graph.dims(step.outputs[0]);
+  const memory::dims torch_weights = graph.dims(step.inputs[1]);
+  const size_t rank = shape.src.size();
+  ODNN_CHECK(rank >= 3 && rank <= 5, "src must be [N, C, spatial...] of rank 3..5, got %zu", rank);
+  ODNN_CHECK(
+      shape.dst.size() == rank && torch_weights.size() == rank,
+      "src %s, weights %s and dst %s must have the same rank",
+      dims_string(shape.src).c_str(),
+      dims_string(torch_weights).c_str(),
+      dims_string(shape.dst).c_str());
+  const size_t spatial = rank - 2;
+  shape.strides = spatial_attr(step, "strides", spatial, 1);
+  shape.padding_l = spatial_attr(step, "padding_l", spatial, transposed ? INT64_MIN : 0);
+  shape.padding_r = spatial_attr(step, "padding_r", spatial, transposed ? INT64_MIN : 0);
+  shape.dilation = dnnl_dilation(step, spatial);
+  const int64_t groups = step.int_scalar("groups");
+  const int64_t ic = shape.src[1];
+  const int64_t oc = shape.dst[1];
+  shape.channels_out = oc;
+  ODNN_CHECK(
+      groups >= 1 && ic % groups == 0 && oc % groups == 0,
+      "groups %lld must divide input channels %lld and output channels %lld",
+      static_cast<long long>(groups),
+      static_cast<long long>(ic),
+      static_cast<long long>(oc));
+  const int64_t expected_0 = transposed ? ic : oc;
+  const int64_t expected_1 = transposed ? oc / groups : ic / groups;
+  ODNN_CHECK(
+      torch_weights[0] == expected_0 && torch_weights[1] == expected_1,
+      "weights %s do not match %lld input channels, %lld output channels, %lld groups",
+      dims_string(torch_weights).c_str(),
+      static_cast<long long>(ic),
+      static_cast<long long>(oc),
+      static_cast<long long>(groups));
+  const memory::dims kernel(torch_weights.begin() + 2, torch_weights.end());
+
+  memory::dims physical; // the PyTorch bytes, split by group where grouped
+  std::vector<int64_t> order; // logical dim i = physical dim order[i]
+  if (groups > 1) {
+    physical = transposed ? memory::dims{groups, ic / groups, oc / groups}
+                          : memory::dims{groups, oc / groups, ic / groups};
+    order = transposed ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{0, 1, 2};
+  } else {
+    physical = transposed ? memory::dims{ic, oc} : memory::dims{oc, ic};
+    order = transposed ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+  }
+  for (int64_t k : kernel) {
+    order.push_back(static_cast<int64_t>(physical.size()));
+    physical.push_back(k);
+  }
+  shape.weights_view = permuted_view(physical, order);
+  shape.weights = shape.weights_view.get_dims();
+  return shape;
+}
+
+void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
+  const ConvolutionShape shape = read_convolution_shape(step, graph, transposed);
+  const bool has_bias = step.has_input(2);
+  const memory::desc bias_desc = plain_desc({shape.channels_out});
+  if (has_bias) {
+    const memory::dims bias_dims = graph.dims(step.inputs[2]);
+    ODNN_CHECK(
+        bias_dims.size() == 1 && bias_dims[0] == shape.channels_out,
+        "bias %s must be [%lld]",
+        dims_string(bias_dims).c_str(),
+        static_cast<long long>(shape.channels_out));
+  }
+  const PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
+  const dnnl::primitive_attr attr = attr_with(post_ops);
+  const memory::desc src_any = any_desc(shape.src);
+  const memory::desc weights_any = any_desc(shape.weights);
+  const memory::desc dst_any = any_desc(shape.dst);
+  const memory::desc no_bias;
+  const memory::desc& bias = has_bias ? bias_desc : no_bias;
+
+  dnnl::primitive primitive;
+  dnnl::primitive_desc pd;
+  if (!transposed) {
+    using Pd = dnnl::convolution_forward::primitive_desc;
+    auto conv = has_bias
+        ? Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+             src_any, weights_any, bias, dst_any, shape.strides, shape.dilation, shape.padding_l,
+             shape.padding_r, attr)
+        : Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+             src_any, weights_any, dst_any, shape.strides, shape.dilation, shape.padding_l,
+             shape.padding_r, attr);
+    primitive = dnnl::convolution_forward(conv);
+    pd = conv;
+  } else {
+    using Pd = dnnl::deconvolution_forward::primitive_desc;
+    auto deconv = has_bias
+        ? Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+             src_any, weights_any, bias, dst_any, shape.strides, shape.dilation, shape.padding_l,
+             shape.padding_r, attr)
+        : Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+             src_any, weights_any, dst_any, shape.strides, shape.dilation, shape.padding_l,
+             shape.padding_r, attr);
+    primitive = dnnl::deconvolution_forward(deconv);
+    pd = deconv;
+  }
+
+  ArgList args;
+  args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
+  args.emplace_back(
+      DNNL_ARG_WEIGHTS, graph.input_view(step.inputs[1], shape.weights_view, pd.weights_desc(0)));
+  if (has_bias) {
+    args.emplace_back(DNNL_ARG_BIAS, graph.input(step.inputs[2], pd.weights_desc(1)));
+  }
+  add_post_op_args(post_ops, pd, graph, args);
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
+  graph.add_primitive(primitive, pd, args);
+}
+
+} // namespace
+
+void build_convolution(const StepRecord& step, GraphBuilder& graph) {
+  build_convolution_like(step, graph, false);
+}
+
+void build_deconvolution(const StepRecord& step, GraphBuilder& graph) {
+  build_convolution_like(step, graph, true);
+}
+
+// dst [..., M, N] = a [..., M, K] x b [..., K, N] (+ bias); lower-rank operands are left-padded
+// with 1s and batch dims broadcast. transpose_b: b is stored [..., N, K] and read through strides.
+void build_matmul(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t a = step.inputs[0];
+  const uint32_t b = step.inputs[1];
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  const size_t rank = dst.size();
+  ODNN_CHECK(
+      rank >= 2 && graph.dims(a).size() <= rank && graph.dims(b).size() <= rank,
+      "dst %s must have rank >= 2 and at least the rank of a and b",
+      dims_string(dst).c_str());
+  const memory::dims a_dims = left_pad(graph.dims(a), rank);
+  const memory::dims b_stored = left_pad(graph.dims(b), rank);
+  const bool transpose_b = step.has("transpose_b") && step.int_scalar("transpose_b") != 0;
+  std::vector<int64_t> order(rank);
+  std::iota(order.begin(), order.end(), 0);
+  if (transpose_b) {
+    std::swap(order[rank - 1], order[rank - 2]);
+  }
+  const memory::desc b_view = permuted_view(b_stored, order);
+  const memory::dims b_dims = b_view.get_dims();
+  const int64_t m = dst[rank - 2], n = dst[rank - 1], k = a_dims[rank - 1];
+  bool shapes_ok = a_dims[rank - 2] == m && b_dims[rank - 2] == k && b_dims[rank - 1] == n;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    shapes_ok = shapes_ok && (a_dims[d] == 1 || a_dims[d] == dst[d]) &&
+        (b_dims[d] == 1 || b_dims[d] == dst[d]);
+  }
+  ODNN_CHECK(
+      shapes_ok,
+      "a %s, b %s (transpose_b=%d) and dst %s are not a valid matmul",
+      dims_string(graph.dims(a)).c_str(),
+      dims_string(graph.dims(b)).c_str(),
+      transpose_b ? 1 : 0,
+      dims_string(dst).c_str());
+
+  const bool has_bias = step.has_input(2);
+  memory::dims bias_dims;
+  if (has_bias) {
+    bias_dims = left_pad(graph.dims(step.inputs[2]), rank);
+    ODNN_CHECK(
+        graph.dims(step.inputs[2]).size() <= rank && broadcasts_to(bias_dims, dst),
+        "bias %s does not broadcast to dst %s",
+        dims_string(graph.dims(step.inputs[2])).c_str(),
+        dims_string(dst).c_str());
+  }
+  const PostOps post_ops = read_post_ops(step, graph, 3, dst);
+  // Constant weights get the layout oneDNN prefers; activations are read in place.
+  const memory::desc b_desc = graph.is_constant(b) ? any_desc(b_dims) : b_view;
+  using Pd = dnnl::matmul::primitive_desc;
+  const Pd pd = has_bias
+      ? Pd(graph.engine(), plain_desc(a_dims), b_desc, plain_desc(bias_dims), plain_desc(dst),
+           attr_with(post_ops))
+      : Pd(graph.engine(), plain_desc(a_dims), b_desc, plain_desc(dst), attr_with(post_ops));
+
+  ArgList args;
+  args.emplace_back(DNNL_ARG_SRC, operand(graph, a, a_dims, pd.src_desc()));
+  args.emplace_back(DNNL_ARG_WEIGHTS, graph.input_view(b, b_view, pd.weights_desc()));
+  if (has_bias) {
+    args.emplace_back(DNNL_ARG_BIAS, operand(graph, step.inputs[2], bias_dims, pd.bias_desc()));
+  }
+  add_post_op_args(post_ops, pd, graph, args);
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  graph.add_primitive(dnnl::matmul(pd), pd, args);
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,127 @@
+// REORDER, RESHAPE, CONCAT, PAD: steps that move bytes. Permutations and pads are single reorders
+// through a strided or sub-memory view; a reshape of plain memory is metadata only.
+#include <algorithm>
+
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+
+// dst dim i = src dim permutation[i]: the src bytes are read through permuted strides so one
+// reorder writes the permuted plain dst. Without a permutation it is a copy into plain layout.
+void build_reorder(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims src_dims = graph.dims(src);
+  const memory::dims dst_dims = graph.dims(step.outputs[0]);
+  BufferId source;
+  if (step.has("permutation")) {
+    const size_t rank = graph.value(src).dims.size();
+    const std::vector<int64_t> permutation = step.ints("permutation", rank);
+    std::vector<bool> seen(rank, false);
+    for (int64_t axis : permutation) {
+      ODNN_CHECK(
+          axis >= 0 && static_cast<size_t>(axis) < rank && !seen[axis],
+          "attribute 'permutation' is not a permutation of %zu dims",
+          rank);
+      seen[axis] = true;
+    }
+    const memory::desc view = rank == 0 ? plain_desc(src_dims) : permuted_view(src_dims, permutation);
+    ODNN_CHECK(
+        view.get_dims() == dst_dims,
+        "dst %s is not src %s permuted",
+        dims_string(dst_dims).c_str(),
+        dims_string(src_dims).c_str());
+    source = graph.input_view(src, view, view);
+  } else {
+    ODNN_CHECK(
+        src_dims == dst_dims,
+        "a reorder without permutation keeps dims: src %s, dst %s",
+        dims_string(src_dims).c_str(),
+        dims_string(dst_dims).c_str());
+    source = graph.buffer(src);
+  }
+  graph.add_reorder(source, graph.define(step.outputs[0], plain_desc(dst_dims)));
+}
+
+// The output describes the input's plain bytes with new dims. Non-plain input is first reordered
+// into plain scratch; a reshaped graph output is copied by the generic graph-output rule.
+void build_reshape(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const uint32_t dst = step.outputs[0];
+  ODNN_CHECK(
+      element_count(graph.value(src).dims) == element_count(graph.value(dst).dims),
+      "src %s and dst %s have different element counts",
+      dims_string(graph.dims(src)).c_str(),
+      dims_string(graph.dims(dst)).c_str());
+  graph.define_as(dst, graph.alias(graph.plain_input(src), plain_desc(graph.dims(dst))));
+}
+
+// All-plain or mixed inputs concatenate in plain layout; inputs that all carry blocked layouts are
+// passed as they are and oneDNN picks dst's layout.
+void build_concat(const StepRecord& step, GraphBuilder& graph) {
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  const int axis = normalize_axis(step.int_scalar("axis"), dst.size());
+  int64_t axis_total = 0;
+  bool none_plain = true;
+  for (uint32_t value : step.inputs) {
+    memory::dims dims = graph.dims(value);
+    ODNN_CHECK(dims.size() == dst.size(), "input value %u has rank %zu, dst has %zu", value,
+               dims.size(), dst.size());
+    axis_total += dims[axis];
+    dims[axis] = dst[axis];
+    ODNN_CHECK(
+        dims == dst,
+        "input value %u with dims %s does not fit dst %s along axis %d",
+        value,
+        dims_string(graph.dims(value)).c_str(),
+        dims_string(dst).c_str(),
+        axis);
+    const bool plain = graph.is_plain(value);
+    none_plain = none_plain && !plain;
+  }
+  ODNN_CHECK(axis_total == dst[axis], "inputs add up to %lld along axis %d, dst has %lld",
+             static_cast<long long>(axis_total), axis, static_cast<long long>(dst[axis]));
+  const bool keep_layouts = none_plain;
+  std::vector<memory::desc> descs;
+  for (uint32_t value : step.inputs) {
+    descs.push_back(keep_layouts ? graph.desc(value) : plain_desc(graph.dims(value)));
+  }
+  using Pd = dnnl::concat::primitive_desc;
+  const Pd pd = keep_layouts
+      ? Pd(graph.engine(), axis, descs, GraphBuilder::default_attr())
+      : Pd(graph.engine(), plain_desc(dst), axis, descs, GraphBuilder::default_attr());
+  ArgList args;
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), graph.input(step.inputs[i], descs[i]));
+  }
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  graph.add_primitive(dnnl::concat(pd), pd, args);
+}
+
+// dst is filled with `value` in execute() (dst may share arena bytes), then src is reordered into
+// the sub-memory of dst at offsets pad_front.
+void build_pad(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const size_t rank = graph.value(src).dims.size();
+  ODNN_CHECK(rank >= 1, "src must have rank >= 1");
+  const memory::dims src_dims = graph.dims(src);
+  const memory::dims dst_dims = graph.dims(step.outputs[0]);
+  const memory::dims front = spatial_attr(step, "pad_front", rank, 0);
+  const memory::dims back = spatial_attr(step, "pad_back", rank, 0);
+  bool dims_ok = dst_dims.size() == rank;
+  for (size_t d = 0; dims_ok && d < rank; ++d) {
+    dims_ok = dst_dims[d] == src_dims[d] + front[d] + back[d];
+  }
+  ODNN_CHECK(
+      dims_ok,
+      "dst %s is not src %s padded by pad_front/pad_back",
+      dims_string(dst_dims).c_str(),
+      dims_string(src_dims).c_str());
+  const memory::desc dst_desc = plain_desc(dst_dims);
+  const BufferId source = graph.buffer(src);
+  const BufferId target = graph.define(step.outputs[0], dst_desc);
+  graph.add_fill(target, static_cast<float>(step.float_scalar("value")));
+  graph.add_reorder(source, graph.alias(target, dst_desc.submemory_desc(src_dims, front)));
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,234 @@
+// ELTWISE, BINARY, POOLING, REDUCTION, BATCH_NORM, LAYER_NORM, SOFTMAX, RESAMPLING. Steps that work
+// in any layout read their input as it is and write dst in the same (or oneDNN's matching) layout.
+#include "Algorithms.h"
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+using dnnl::prop_kind;
+
+void require_same_dims(const memory::dims& a, const memory::dims& b, const char* what) {
+  ODNN_CHECK(
+      a == b, "%s: %s and %s must be equal", what, dims_string(a).c_str(), dims_string(b).c_str());
+}
+
+size_t spatial_rank(const memory::dims& src) {
+  ODNN_CHECK(
+      src.size() >= 3 && src.size() <= 5,
+      "src %s must be [N, C, spatial...] of rank 3..5",
+      dims_string(src).c_str());
+  return src.size() - 2;
+}
+
+// A per-channel (or per-feature) operand read as a plain 1-D tensor of `count` elements.
+BufferId vector_operand(GraphBuilder& graph, uint32_t value, int64_t count, const char* what) {
+  ODNN_CHECK(
+      element_count(graph.value(value).dims) == count,
+      "%s value %u with dims %s must have %lld elements",
+      what,
+      value,
+      dims_string(graph.dims(value)).c_str(),
+      static_cast<long long>(count));
+  return operand(graph, value, {count}, plain_desc({count}));
+}
+
+} // namespace
+
+void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  require_same_dims(graph.dims(src), graph.dims(step.outputs[0]), "src and dst dims");
+  const algorithm alg =
+      lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
+  const auto alpha = static_cast<float>(step.float_scalar("alpha"));
+  const auto beta = static_cast<float>(step.float_scalar("beta"));
+  const memory::desc layout = graph.desc(src);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
+      GraphBuilder::default_attr());
+  graph.add_primitive(
+      dnnl::eltwise_forward(pd),
+      pd,
+      {{DNNL_ARG_SRC, graph.buffer(src)},
+       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+}
+
+void build_binary(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src0 = step.inputs[0];
+  const uint32_t src1 = step.inputs[1];
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  require_same_dims(graph.dims(src0), dst, "src0 and dst dims");
+  const memory::dims src1_dims = left_pad(graph.dims(src1), dst.size());
+  ODNN_CHECK(
+      graph.dims(src1).size() <= dst.size() && broadcasts_to(src1_dims, dst),
+      "src1 %s does not broadcast to dst %s",
+      dims_string(graph.dims(src1)).c_str(),
+      dims_string(dst).c_str());
+  const algorithm alg = lookup_algorithm(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
+  const memory::desc layout = graph.desc(src0);
+  // A full-size src1 follows src0's layout; a broadcast one is plain.
+  const memory::desc src1_desc = src1_dims == dst ? layout : plain_desc(src1_dims);
+  const PostOps post_ops = read_post_ops(step, graph, 2, dst);
+  const dnnl::binary::primitive_desc pd(
+      graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));
+  ArgList args = {
+      {DNNL_ARG_SRC_0, graph.buffer(src0)},
+      {DNNL_ARG_SRC_1, operand(graph, src1, src1_dims, src1_desc)}};
+  add_post_op_args(post_ops, pd, graph, args);
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  graph.add_primitive(dnnl::binary(pd), pd, args);
+}
+
+void build_pooling(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  const size_t spatial = spatial_rank(graph.dims(src));
+  const algorithm alg =
+      lookup_algorithm(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
+  const dnnl::pooling_forward::primitive_desc pd(
+      graph.engine(),
+      prop_kind::forward_inference,
+      alg,
+      graph.desc(src),
+      any_desc(dst),
+      spatial_attr(step, "strides", spatial, 1),
+      spatial_attr(step, "kernel", spatial, 1),
+      dnnl_dilation(step, spatial),
+      spatial_attr(step, "padding_l", spatial, 0),
+      spatial_attr(step, "padding_r", spatial, 0),
+      GraphBuilder::default_attr());
+  graph.add_primitive(
+      dnnl::pooling_forward(pd),
+      pd,
+      {{DNNL_ARG_SRC, graph.buffer(src)},
+       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+}
+
+void build_reduction(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims src_dims = graph.dims(src);
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  ODNN_CHECK(
+      dst.size() == src_dims.size() && broadcasts_to(dst, src_dims),
+      "dst %s must keep the rank of src %s with reduced dims set to 1",
+      dims_string(dst).c_str(),
+      dims_string(src_dims).c_str());
+  const algorithm alg =
+      lookup_algorithm(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
+  const dnnl::reduction::primitive_desc pd(
+      graph.engine(), alg, graph.desc(src), any_desc(dst), 0.0f, 0.0f,
+      GraphBuilder::default_attr());
+  graph.add_primitive(
+      dnnl::reduction(pd),
+      pd,
+      {{DNNL_ARG_SRC, graph.buffer(src)},
+       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+}
+
+// Inference batch norm with the running statistics (inputs: src, mean, var, [scale], [shift]).
+void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims src_dims = graph.dims(src);
+  require_same_dims(src_dims, graph.dims(step.outputs[0]), "src and dst dims");
+  ODNN_CHECK(src_dims.size() >= 2, "src %s must have a channel dim", dims_string(src_dims).c_str());
+  const int64_t channels = src_dims[1];
+  const bool has_scale = step.has_input(3);
+  const bool has_shift = step.has_input(4);
+  auto flags = dnnl::normalization_flags::use_global_stats;
+  if (has_scale) {
+    flags |= dnnl::normalization_flags::use_scale;
+  }
+  if (has_shift) {
+    flags |= dnnl::normalization_flags::use_shift;
+  }
+  const memory::desc layout = graph.desc(src);
+  const dnnl::batch_normalization_forward::primitive_desc pd(
+      graph.engine(), prop_kind::forward_inference, layout, layout,
+      static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
+  ArgList args = {
+      {DNNL_ARG_SRC, graph.buffer(src)},
+      {DNNL_ARG_MEAN, vector_operand(graph, step.inputs[1], channels, "mean")},
+      {DNNL_ARG_VARIANCE, vector_operand(graph, step.inputs[2], channels, "var")}};
+  if (has_scale) {
+    args.emplace_back(DNNL_ARG_SCALE, vector_operand(graph, step.inputs[3], channels, "scale"));
+  }
+  if (has_shift) {
+    args.emplace_back(DNNL_ARG_SHIFT, vector_operand(graph, step.inputs[4], channels, "shift"));
+  }
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  graph.add_primitive(dnnl::batch_normalization_forward(pd), pd, args);
+}
+
+// Layer norm over the last dim (inputs: src, [scale], [shift]); plain layout.
+void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims dims = graph.dims(src);
+  require_same_dims(dims, graph.dims(step.outputs[0]), "src and dst dims");
+  ODNN_CHECK(dims.size() >= 2, "src %s must have rank >= 2", dims_string(dims).c_str());
+  const int64_t features = dims.back();
+  const bool has_scale = step.has_input(1);
+  const bool has_shift = step.has_input(2);
+  auto flags = dnnl::normalization_flags::none;
+  if (has_scale) {
+    flags |= dnnl::normalization_flags::use_scale;
+  }
+  if (has_shift) {
+    flags |= dnnl::normalization_flags::use_shift;
+  }
+  const memory::desc layout = plain_desc(dims);
+  const dnnl::layer_normalization_forward::primitive_desc pd(
+      graph.engine(), prop_kind::forward_inference, layout, layout,
+      static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
+  ArgList args = {{DNNL_ARG_SRC, graph.plain_input(src)}};
+  if (has_scale) {
+    args.emplace_back(DNNL_ARG_SCALE, vector_operand(graph, step.inputs[1], features, "scale"));
+  }
+  if (has_shift) {
+    args.emplace_back(DNNL_ARG_SHIFT, vector_operand(graph, step.inputs[2], features, "shift"));
+  }
+  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], layout));
+  graph.add_primitive(dnnl::layer_normalization_forward(pd), pd, args);
+}
+
+void build_softmax(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims dims = graph.dims(src);
+  require_same_dims(dims, graph.dims(step.outputs[0]), "src and dst dims");
+  const int axis = normalize_axis(step.int_scalar("axis"), dims.size());
+  const algorithm alg = step.int_scalar("log") != 0 ? algorithm::softmax_log
+                                                     : algorithm::softmax_accurate;
+  const memory::desc layout = plain_desc(dims);
+  const dnnl::softmax_forward::primitive_desc pd(
+      graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis,
+      GraphBuilder::default_attr());
+  graph.add_primitive(
+      dnnl::softmax_forward(pd),
+      pd,
+      {{DNNL_ARG_SRC, graph.plain_input(src)},
+       {DNNL_ARG_DST, graph.define(step.outputs[0], layout)}});
+}
+
+void build_resampling(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims src_dims = graph.dims(src);
+  const memory::dims dst = graph.dims(step.outputs[0]);
+  spatial_rank(src_dims);
+  ODNN_CHECK(
+      dst.size() == src_dims.size() && dst[0] == src_dims[0] && dst[1] == src_dims[1],
+      "dst %s must keep N and C of src %s",
+      dims_string(dst).c_str(),
+      dims_string(src_dims).c_str());
+  const algorithm alg =
+      lookup_algorithm(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
+  const dnnl::resampling_forward::primitive_desc pd(
+      graph.engine(), prop_kind::forward_inference, alg, graph.desc(src), any_desc(dst),
+      GraphBuilder::default_attr());
+  graph.add_primitive(
+      dnnl::resampling_forward(pd),
+      pd,
+      {{DNNL_ARG_SRC, graph.buffer(src)},
+       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,135 @@
+// Init-time construction of a CompiledGraph: tracks where every value lives and in which layout,
+// inserts reorders where a step needs another layout, fetches constants, and finally plans the
+// arena and turns the recorded steps into prepared ones.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <executorch/runtime/core/named_data_map.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "Dims.h"
+#include "Payload.h"
+
+namespace executorch::backends::onednn {
+
+class CompiledGraph;
+using BufferId = uint32_t;
+
+// Where the bytes of a buffer live.
+enum class Storage : uint8_t {
+  Arena, // a slot in the per-graph arena, placed by liveness
+  GraphInput, // the caller's input tensor, bound in execute()
+  GraphOutput, // the caller's output tensor, bound in execute()
+  Owned, // a constant held in its own oneDNN memory
+  Alias, // another buffer's bytes under another descriptor
+};
+
+struct Buffer {
+  memory::desc desc;
+  Storage storage = Storage::Arena;
+  uint32_t arg_index = 0; // GraphInput/GraphOutput: position in execute()'s args
+  BufferId alias_of = 0; // Alias
+  memory owned; // Owned
+  uint32_t owner_value = kNoValue; // the value whose producer defined this buffer
+  int64_t first_step = -1; // liveness (Arena roots), in recorded-step positions
+  int64_t last_step = -1;
+  size_t arena_offset = 0;
+};
+
+using ArgList = std::vector<std::pair<int, BufferId>>;
+
+class GraphBuilder {
+ public:
+  GraphBuilder(
+      const Payload& payload,
+      const runtime::NamedDataMap* named_data,
+      const dnnl::engine& engine,
+      dnnl::stream& stream);
+
+  const dnnl::engine& engine() const {
+    return engine_;
+  }
+  const ValueRecord& value(uint32_t id) const {
+    return payload_.values[id];
+  }
+  memory::dims dims(uint32_t id) const {
+    return to_dnnl_dims(payload_.values[id].dims);
+  }
+  bool is_constant(uint32_t id) const {
+    return payload_.values[id].is_constant;
+  }
+  // The layout a value currently has (a constant's is plain).
+  memory::desc desc(uint32_t id);
+  bool is_plain(uint32_t id) {
+    return desc(id) == plain_desc(dims(id));
+  }
+
+  // The value's buffer in whatever layout its producer chose.
+  BufferId buffer(uint32_t id);
+  // The value in layout `wanted`: the same buffer when it already is, else a reorder (done once
+  // now for constants, a reorder step for activations). Results are shared between consumers.
+  BufferId input(uint32_t id, const memory::desc& wanted);
+  BufferId plain_input(uint32_t id) {
+    return input(id, plain_desc(dims(id)));
+  }
+  // The value's plain bytes described by `view` (same size), converted to `wanted`.
+  BufferId input_view(uint32_t id, const memory::desc& view, const memory::desc& wanted);
+  BufferId as_layout(BufferId source, const memory::desc& wanted);
+  // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view).
+  BufferId alias(BufferId base, const memory::desc& view);
+
+  // Declares the step's output value: a new arena buffer, or an existing one (metadata only).
+  BufferId define(uint32_t id, const memory::desc& desc);
+  void define_as(uint32_t id, BufferId buffer);
+  BufferId scratch(const memory::desc& desc);
+
+  // Records a primitive to run in order; `pd` gives its scratchpad size.
+  void add_primitive(
+      const dnnl::primitive& primitive,
+      const dnnl::primitive_desc_base& pd,
+      const ArgList& args);
+  void add_reorder(BufferId source, BufferId destination);
+  void add_fill(BufferId target, float value);
+
+  // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
+  static dnnl::primitive_attr default_attr();
+
+  // Reorders graph outputs into the caller's memory, plans the arena, and prepares the steps.
+  void finish(CompiledGraph& graph);
+
+ private:
+  struct RecordedStep {
+    dnnl::primitive primitive; // empty for a fill
+    ArgList args;
+    memory::desc scratchpad;
+    float fill_value = 0.0f;
+  };
+  struct Conversion {
+    BufferId source;
+    memory::desc wanted;
+    BufferId result;
+  };
+
+  BufferId add_buffer(Buffer buffer);
+  BufferId root(BufferId id) const;
+  BufferId fetch_constant(uint32_t id);
+  void note_use(BufferId id);
+  void bind_graph_outputs();
+  size_t plan_arena();
+  memory make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph);
+
+  const Payload& payload_;
+  const runtime::NamedDataMap* named_data_;
+  const dnnl::engine& engine_;
+  dnnl::stream& stream_;
+  std::vector<Buffer> buffers_;
+  std::vector<BufferId> value_buffer_; // kNoValue until defined
+  std::vector<Conversion> conversions_;
+  std::vector<RecordedStep> steps_;
+};
+
+} // namespace executorch::backends::onednn

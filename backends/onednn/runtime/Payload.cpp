@@ -1,0 +1,392 @@
+#include "Payload.h"
+
+#include <cstring>
+
+#include "InitError.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+using runtime::Error;
+
+// Little-endian reader that checks every read against the end of the blob.
+class ByteReader {
+ public:
+  ByteReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  size_t offset() const {
+    return offset_;
+  }
+  size_t remaining() const {
+    return size_ - offset_;
+  }
+
+  uint8_t u8(const char* what) {
+    return static_cast<uint8_t>(read_le(1, what));
+  }
+  uint16_t u16(const char* what) {
+    return static_cast<uint16_t>(read_le(2, what));
+  }
+  uint32_t u32(const char* what) {
+    return static_cast<uint32_t>(read_le(4, what));
+  }
+  uint64_t u64(const char* what) {
+    return read_le(8, what);
+  }
+  int64_t i64(const char* what) {
+    return static_cast<int64_t>(read_le(8, what));
+  }
+  double f64(const char* what) {
+    const uint64_t bits = read_le(8, what);
+    double value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  }
+  std::string str(const char* what) {
+    const uint32_t length = u32(what);
+    ODNN_CHECK(
+        length <= kMaxStringLength,
+        "%s: string length %u exceeds %u",
+        what,
+        length,
+        kMaxStringLength);
+    require(length, what);
+    std::string result(reinterpret_cast<const char*>(data_ + offset_), length);
+    offset_ += length;
+    return result;
+  }
+  // Reads `count` elements of `element_size` bytes each; checks the whole run up front.
+  void require_elements(uint64_t count, size_t element_size, const char* what) {
+    ODNN_CHECK(
+        count <= remaining() / element_size,
+        "payload truncated: %s needs %llu bytes at offset %zu, %zu left",
+        what,
+        static_cast<unsigned long long>(count * element_size),
+        offset_,
+        remaining());
+  }
+
+ private:
+  void require(size_t bytes, const char* what) {
+    ODNN_CHECK(
+        bytes <= remaining(),
+        "payload truncated: %s needs %zu bytes at offset %zu, %zu left",
+        what,
+        bytes,
+        offset_,
+        remaining());
+  }
+  uint64_t read_le(size_t bytes, const char* what) {
+    require(bytes, what);
+    uint64_t value = 0;
+    for (size_t i = 0; i < bytes; ++i) {
+      value |= static_cast<uint64_t>(data_[offset_ + i]) << (8 * i);
+    }
+    offset_ += bytes;
+    return value;
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  size_t offset_ = 0;
+};
+
+std::vector<uint32_t> read_value_ids(
+    ByteReader& reader, uint32_t count, uint32_t num_values, bool allow_no_value, const char* what) {
+  reader.require_elements(count, 4, what);
+  std::vector<uint32_t> ids(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    ids[i] = reader.u32(what);
+    ODNN_CHECK(
+        ids[i] < num_values || (allow_no_value && ids[i] == kNoValue),
+        "%s[%u]: value id %u out of range (%u values)",
+        what,
+        i,
+        ids[i],
+        num_values);
+  }
+  return ids;
+}
+
+ValueRecord read_value(ByteReader& reader, uint32_t id) {
+  ValueRecord value;
+  value.dtype = reader.u8("value dtype");
+  ODNN_CHECK(value.dtype < kNumDTypes, "value %u: unknown dtype code %u", id, value.dtype);
+  const uint8_t is_constant = reader.u8("value is_constant");
+  ODNN_CHECK(is_constant <= 1, "value %u: is_constant must be 0 or 1, got %u", id, is_constant);
+  value.is_constant = is_constant == 1;
+  reader.u16("value reserved");
+  const uint32_t rank = reader.u32("value rank");
+  ODNN_CHECK(rank <= kMaxRank, "value %u: rank %u exceeds %u", id, rank, kMaxRank);
+  value.dims.resize(rank);
+  for (uint32_t d = 0; d < rank; ++d) {
+    value.dims[d] = reader.i64("value dims");
+    ODNN_CHECK(
+        value.dims[d] >= 1,
+        "value %u: dim %u is %lld, must be >= 1",
+        id,
+        d,
+        static_cast<long long>(value.dims[d]));
+  }
+  element_count(value.dims);
+  if (value.is_constant) {
+    value.key = reader.str("value key");
+  }
+  return value;
+}
+
+AttributeRecord read_attribute(ByteReader& reader) {
+  AttributeRecord attribute;
+  attribute.name = reader.str("attribute name");
+  const uint8_t type = reader.u8("attribute type");
+  ODNN_CHECK(
+      type <= 1, "attribute '%s': unknown type %u", attribute.name.c_str(), type);
+  attribute.type = static_cast<AttributeType>(type);
+  const uint32_t count = reader.u32("attribute count");
+  ODNN_CHECK(
+      count <= kMaxAttributeCount,
+      "attribute '%s': count %u exceeds %u",
+      attribute.name.c_str(),
+      count,
+      kMaxAttributeCount);
+  reader.require_elements(count, 8, "attribute data");
+  for (uint32_t i = 0; i < count; ++i) {
+    if (attribute.type == AttributeType::I64List) {
+      attribute.ints.push_back(reader.i64("attribute data"));
+    } else {
+      attribute.floats.push_back(reader.f64("attribute data"));
+    }
+  }
+  return attribute;
+}
+
+StepRecord read_step(ByteReader& reader, uint32_t index, uint32_t num_values) {
+  StepRecord step;
+  const uint32_t kind = reader.u32("step kind");
+  ODNN_CHECK(is_known_step_kind(kind), "step %u: unknown kind %u", index, kind);
+  step.kind = static_cast<StepKind>(kind);
+  const uint32_t num_inputs = reader.u32("step num_inputs");
+  step.inputs = read_value_ids(reader, num_inputs, num_values, true, "step inputs");
+  const uint32_t num_outputs = reader.u32("step num_outputs");
+  step.outputs = read_value_ids(reader, num_outputs, num_values, false, "step outputs");
+  const uint32_t num_attrs = reader.u32("step num_attrs");
+  // Each attribute takes at least 9 bytes: bounds the loop before allocating anything.
+  reader.require_elements(num_attrs, 9, "step attributes");
+  for (uint32_t i = 0; i < num_attrs; ++i) {
+    step.attributes.push_back(read_attribute(reader));
+  }
+  return step;
+}
+
+void validate_signature(const StepRecord& step, uint32_t index) {
+  const StepSignature& signature = step_signature(step.kind);
+  const size_t num_inputs = step.inputs.size();
+  ODNN_CHECK(
+      step.outputs.size() == 1,
+      "step %u (%s): expects 1 output, got %zu",
+      index,
+      signature.name,
+      step.outputs.size());
+  const size_t extra = signature.has_post_ops ? binary_post_op_count(step) : 0;
+  bool count_ok;
+  if (signature.variadic) {
+    count_ok = num_inputs >= signature.required_inputs;
+  } else if (extra > 0) {
+    count_ok = num_inputs == signature.fixed_inputs + extra;
+  } else {
+    count_ok = num_inputs >= signature.required_inputs && num_inputs <= signature.fixed_inputs;
+  }
+  ODNN_CHECK(
+      count_ok,
+      "step %u (%s): %zu inputs, expected %u..%u fixed slots plus %zu binary post-op operands",
+      index,
+      signature.name,
+      num_inputs,
+      signature.required_inputs,
+      signature.fixed_inputs,
+      extra);
+  for (size_t slot = 0; slot < num_inputs; ++slot) {
+    const bool optional = !signature.variadic && slot >= signature.required_inputs &&
+        slot < signature.fixed_inputs;
+    ODNN_CHECK(
+        step.inputs[slot] != kNoValue || optional,
+        "step %u (%s): input %zu is NO_VALUE but is not optional",
+        index,
+        signature.name,
+        slot);
+  }
+}
+
+// The rules of FORMAT.md: every value is a graph input, a constant or produced by exactly one step;
+// steps only read values available before them; graph outputs are produced by steps.
+void validate_graph(const Payload& payload) {
+  enum class Source : uint8_t { None, GraphInput, Constant, Step };
+  std::vector<Source> source(payload.values.size(), Source::None);
+  for (uint32_t id = 0; id < payload.values.size(); ++id) {
+    const ValueRecord& value = payload.values[id];
+    if (value.dtype != static_cast<uint8_t>(DType::F32)) {
+      fail(Error::NotSupported,
+           "value %u: dtype %s not supported by this runtime",
+           id,
+           dtype_name(value.dtype));
+    }
+    if (value.is_constant) {
+      source[id] = Source::Constant;
+    }
+  }
+  for (uint32_t id : payload.inputs) {
+    ODNN_CHECK(
+        source[id] == Source::None,
+        "graph input value %u is a constant or listed twice",
+        id);
+    source[id] = Source::GraphInput;
+  }
+  for (uint32_t index = 0; index < payload.steps.size(); ++index) {
+    const StepRecord& step = payload.steps[index];
+    validate_signature(step, index);
+    for (uint32_t id : step.inputs) {
+      ODNN_CHECK(
+          id == kNoValue || source[id] != Source::None,
+          "step %u (%s): input value %u is not a graph input, a constant or produced earlier",
+          index,
+          step_kind_name(step.kind),
+          id);
+    }
+    for (uint32_t id : step.outputs) {
+      ODNN_CHECK(
+          source[id] == Source::None,
+          "step %u (%s): output value %u is already a graph input, a constant or produced",
+          index,
+          step_kind_name(step.kind),
+          id);
+      source[id] = Source::Step;
+    }
+  }
+  std::vector<bool> is_output(payload.values.size(), false);
+  for (uint32_t id : payload.outputs) {
+    ODNN_CHECK(source[id] == Source::Step, "graph output value %u is not produced by a step", id);
+    ODNN_CHECK(!is_output[id], "graph output value %u is listed twice", id);
+    is_output[id] = true;
+  }
+  for (uint32_t id = 0; id < payload.values.size(); ++id) {
+    ODNN_CHECK(
+        source[id] != Source::None,
+        "value %u is neither a graph input, a constant nor produced by a step",
+        id);
+  }
+}
+
+} // namespace
+
+int64_t element_count(const std::vector<int64_t>& dims) {
+  constexpr int64_t kLimit = int64_t{1} << 40;
+  int64_t count = 1;
+  for (int64_t dim : dims) {
+    ODNN_CHECK(dim >= 1 && dim <= kLimit / count, "tensor has too many elements");
+    count *= dim;
+  }
+  return count;
+}
+
+size_t binary_post_op_count(const StepRecord& step) {
+  const AttributeRecord* post_ops = step.find("post_ops");
+  if (post_ops == nullptr || post_ops->type != AttributeType::I64List) {
+    return 0;
+  }
+  size_t count = 0;
+  for (size_t i = 0; i < post_ops->ints.size(); i += 2) {
+    count += post_ops->ints[i] == static_cast<int64_t>(PostOpKind::Binary) ? 1 : 0;
+  }
+  return count;
+}
+
+const AttributeRecord* StepRecord::find(std::string_view name) const {
+  for (const AttributeRecord& attribute : attributes) {
+    if (attribute.name == name) {
+      return &attribute;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> StepRecord::ints(std::string_view name) const {
+  const AttributeRecord* attribute = find(name);
+  ODNN_CHECK(attribute != nullptr, "missing attribute '%.*s'", int(name.size()), name.data());
+  ODNN_CHECK(
+      attribute->type == AttributeType::I64List,
+      "attribute '%.*s' must be an i64 list",
+      int(name.size()),
+      name.data());
+  return attribute->ints;
+}
+
+std::vector<int64_t> StepRecord::ints(std::string_view name, size_t count) const {
+  std::vector<int64_t> values = ints(name);
+  ODNN_CHECK(
+      values.size() == count,
+      "attribute '%.*s' must have %zu entries, got %zu",
+      int(name.size()),
+      name.data(),
+      count,
+      values.size());
+  return values;
+}
+
+int64_t StepRecord::int_scalar(std::string_view name) const {
+  return ints(name, 1)[0];
+}
+
+std::vector<double> StepRecord::floats(std::string_view name, size_t count) const {
+  const AttributeRecord* attribute = find(name);
+  ODNN_CHECK(attribute != nullptr, "missing attribute '%.*s'", int(name.size()), name.data());
+  ODNN_CHECK(
+      attribute->type == AttributeType::F64List && attribute->floats.size() == count,
+      "attribute '%.*s' must be an f64 list of %zu entries",
+      int(name.size()),
+      name.data(),
+      count);
+  return attribute->floats;
+}
+
+double StepRecord::float_scalar(std::string_view name) const {
+  return floats(name, 1)[0];
+}
+
+Payload parse_payload(const uint8_t* data, size_t size) {
+  ODNN_CHECK(data != nullptr, "payload is null");
+  ByteReader reader(data, size);
+  ODNN_CHECK(size >= kHeaderSize, "payload of %zu bytes is shorter than the header", size);
+  ODNN_CHECK(std::memcmp(data, kMagic, sizeof(kMagic)) == 0, "bad magic (expected \"ODNN\")");
+  reader.u32("magic");
+  const uint32_t version = reader.u32("version");
+  ODNN_CHECK(version == kVersion, "unsupported payload version %u (this runtime reads %u)", version,
+             kVersion);
+  const uint64_t total_size = reader.u64("total_size");
+  ODNN_CHECK(
+      total_size == size,
+      "total_size %llu does not match the blob size %zu",
+      static_cast<unsigned long long>(total_size),
+      size);
+  const uint32_t num_values = reader.u32("num_values");
+  const uint32_t num_steps = reader.u32("num_steps");
+  const uint32_t num_inputs = reader.u32("num_inputs");
+  const uint32_t num_outputs = reader.u32("num_outputs");
+
+  Payload payload;
+  payload.inputs = read_value_ids(reader, num_inputs, num_values, false, "graph inputs");
+  payload.outputs = read_value_ids(reader, num_outputs, num_values, false, "graph outputs");
+  reader.require_elements(num_values, 8, "values"); // a value record is at least 8 bytes
+  for (uint32_t id = 0; id < num_values; ++id) {
+    payload.values.push_back(read_value(reader, id));
+  }
+  reader.require_elements(num_steps, 16, "steps"); // a step record is at least 16 bytes
+  for (uint32_t index = 0; index < num_steps; ++index) {
+    payload.steps.push_back(read_step(reader, index, num_values));
+  }
+  ODNN_CHECK(
+      reader.remaining() == 0, "%zu trailing bytes after the last step", reader.remaining());
+  validate_graph(payload);
+  return payload;
+}
+
+} // namespace executorch::backends::onednn

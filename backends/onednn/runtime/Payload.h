@@ -1,0 +1,70 @@
+// The payload parsed into plain structs (see serialization/FORMAT.md). parse_payload() checks
+// every bound before reading and validates the graph rules; anything wrong throws InitError.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "Schema.h"
+
+namespace executorch::backends::onednn {
+
+struct ValueRecord {
+  uint8_t dtype = 0;
+  bool is_constant = false;
+  std::vector<int64_t> dims; // empty for a scalar
+  std::string key; // named-data key, constants only
+};
+
+struct AttributeRecord {
+  std::string name;
+  AttributeType type = AttributeType::I64List;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  size_t count() const {
+    return type == AttributeType::I64List ? ints.size() : floats.size();
+  }
+};
+
+struct StepRecord {
+  StepKind kind = StepKind::Convolution;
+  std::vector<uint32_t> inputs; // value ids or kNoValue
+  std::vector<uint32_t> outputs;
+  std::vector<AttributeRecord> attributes;
+
+  bool has_input(size_t slot) const {
+    return slot < inputs.size() && inputs[slot] != kNoValue;
+  }
+  // nullptr when absent (unknown attributes are ignored, missing ones are looked up by name).
+  const AttributeRecord* find(std::string_view name) const;
+  bool has(std::string_view name) const {
+    return find(name) != nullptr;
+  }
+  // Typed getters: the attribute must exist, have the given type and, where given, `count` entries.
+  std::vector<int64_t> ints(std::string_view name) const;
+  std::vector<int64_t> ints(std::string_view name, size_t count) const;
+  int64_t int_scalar(std::string_view name) const;
+  std::vector<double> floats(std::string_view name, size_t count) const;
+  double float_scalar(std::string_view name) const;
+};
+
+struct Payload {
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<ValueRecord> values;
+  std::vector<StepRecord> steps;
+};
+
+// Number of elements of `dims`; throws when it is absurdly large (> 2^40).
+int64_t element_count(const std::vector<int64_t>& dims);
+
+// Number of binary post-ops a step declares (each takes one extra input).
+size_t binary_post_op_count(const StepRecord& step);
+
+Payload parse_payload(const uint8_t* data, size_t size);
+
+} // namespace executorch::backends::onednn

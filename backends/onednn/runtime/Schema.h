@@ -1,0 +1,115 @@
+// Numeric codes of the OneDnnBackend payload. Mirrors serialization/FORMAT.md and
+// serialization/schema.py; the three must agree.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace executorch::backends::onednn {
+
+inline constexpr char kMagic[4] = {'O', 'D', 'N', 'N'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 32;
+inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+inline constexpr uint32_t kMaxRank = 6;
+inline constexpr uint32_t kMaxStringLength = 1024;
+inline constexpr uint32_t kMaxAttributeCount = 4096;
+
+enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5 };
+inline constexpr uint8_t kNumDTypes = 6;
+
+enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };
+
+enum class StepKind : uint32_t {
+  Convolution = 1,
+  Deconvolution = 2,
+  Matmul = 3,
+  Eltwise = 4,
+  Binary = 5,
+  Pooling = 6,
+  Reduction = 7,
+  BatchNorm = 8,
+  LayerNorm = 9,
+  Softmax = 10,
+  Reorder = 11,
+  Reshape = 12,
+  Concat = 13,
+  Resampling = 14,
+  Pad = 15,
+};
+inline constexpr uint32_t kNumStepKinds = 16; // codes 1..15; 0 is unused
+
+enum class EltwiseAlg : int64_t {
+  Relu = 0,
+  Clip = 1,
+  GeluErf = 2,
+  GeluTanh = 3,
+  Swish = 4,
+  Logistic = 5,
+  Tanh = 6,
+  Hardswish = 7,
+  Hardsigmoid = 8,
+  Elu = 9,
+  Exp = 10,
+  Log = 11,
+  Sqrt = 12,
+  Abs = 13,
+  Linear = 14,
+  Pow = 15,
+  Square = 16,
+};
+enum class BinaryAlg : int64_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5 };
+enum class PoolingAlg : int64_t { Max = 0, AvgIncludePadding = 1, AvgExcludePadding = 2 };
+enum class ReductionAlg : int64_t { Mean = 0, Sum = 1, Max = 2, Min = 3 };
+enum class ResamplingAlg : int64_t { Nearest = 0, Linear = 1 };
+enum class PostOpKind : int64_t { Eltwise = 0, Binary = 1 };
+
+// Input slots of a step kind: `fixed_inputs` slots, of which those at index >= `required_inputs`
+// may be NO_VALUE (or left off at the end). Kinds with post-ops take one more input per binary
+// post-op after the fixed slots; variadic kinds take `required_inputs` or more inputs.
+struct StepSignature {
+  const char* name;
+  uint32_t required_inputs;
+  uint32_t fixed_inputs;
+  bool variadic;
+  bool has_post_ops;
+};
+
+inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
+    {nullptr, 0, 0, false, false},
+    {"CONVOLUTION", 2, 3, false, true},
+    {"DECONVOLUTION", 2, 3, false, true},
+    {"MATMUL", 2, 3, false, true},
+    {"ELTWISE", 1, 1, false, false},
+    {"BINARY", 2, 2, false, true},
+    {"POOLING", 1, 1, false, false},
+    {"REDUCTION", 1, 1, false, false},
+    {"BATCH_NORM", 3, 5, false, false},
+    {"LAYER_NORM", 1, 3, false, false},
+    {"SOFTMAX", 1, 1, false, false},
+    {"REORDER", 1, 1, false, false},
+    {"RESHAPE", 1, 1, false, false},
+    {"CONCAT", 1, 1, true, false},
+    {"RESAMPLING", 1, 1, false, false},
+    {"PAD", 1, 1, false, false},
+};
+
+inline bool is_known_step_kind(uint32_t code) {
+  return code >= 1 && code < kNumStepKinds;
+}
+
+inline const char* step_kind_name(StepKind kind) {
+  const auto code = static_cast<uint32_t>(kind);
+  return is_known_step_kind(code) ? kStepSignatures[code].name : "UNKNOWN";
+}
+
+inline const StepSignature& step_signature(StepKind kind) {
+  return kStepSignatures[static_cast<uint32_t>(kind)];
+}
+
+inline const char* dtype_name(uint8_t code) {
+  static constexpr const char* kNames[kNumDTypes] = {"F32", "BF16", "F16", "S32", "S8", "U8"};
+  return code < kNumDTypes ? kNames[code] : "UNKNOWN";
+}
+
+} // namespace executorch::backends::onednn

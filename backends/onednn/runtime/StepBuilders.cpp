@@ -1,0 +1,154 @@
+#include "StepBuilders.h"
+
+#include "Algorithms.h"
+#include "InitError.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+using StepBuilderFn = void (*)(const StepRecord&, GraphBuilder&);
+
+// Indexed by StepKind code (0 is unused).
+constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
+    nullptr,
+    build_convolution,
+    build_deconvolution,
+    build_matmul,
+    build_eltwise,
+    build_binary,
+    build_pooling,
+    build_reduction,
+    build_batch_norm,
+    build_layer_norm,
+    build_softmax,
+    build_reorder,
+    build_reshape,
+    build_concat,
+    build_resampling,
+    build_pad,
+};
+
+} // namespace
+
+void build_step(const StepRecord& step, GraphBuilder& graph) {
+  kStepBuilders[static_cast<uint32_t>(step.kind)](step, graph);
+}
+
+PostOps read_post_ops(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    size_t first_operand_slot,
+    const memory::dims& dst_dims) {
+  PostOps result;
+  if (!step.has("post_ops")) {
+    return result;
+  }
+  const std::vector<int64_t> entries = step.ints("post_ops");
+  ODNN_CHECK(entries.size() % 2 == 0, "attribute 'post_ops' must have an even number of entries");
+  const size_t count = entries.size() / 2;
+  const std::vector<double> params = step.floats("post_op_params", 2 * count);
+  size_t slot = first_operand_slot;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t kind = entries[2 * i];
+    const int64_t code = entries[2 * i + 1];
+    if (kind == static_cast<int64_t>(PostOpKind::Eltwise)) {
+      result.ops.append_eltwise(
+          lookup_algorithm(kEltwiseAlgorithms, code, "post-op eltwise alg"),
+          static_cast<float>(params[2 * i]),
+          static_cast<float>(params[2 * i + 1]));
+      continue;
+    }
+    ODNN_CHECK(
+        kind == static_cast<int64_t>(PostOpKind::Binary),
+        "post-op %zu: unknown kind %lld",
+        i,
+        static_cast<long long>(kind));
+    const uint32_t value = step.inputs[slot++];
+    const memory::dims dims = left_pad(graph.dims(value), dst_dims.size());
+    ODNN_CHECK(
+        broadcasts_to(dims, dst_dims),
+        "post-op %zu: operand value %u with dims %s does not broadcast to dst %s",
+        i,
+        value,
+        dims_string(graph.dims(value)).c_str(),
+        dims_string(dst_dims).c_str());
+    // Full-size operands follow dst's layout (`any` resolves to it); broadcast ones are plain.
+    const memory::desc desc = dims == dst_dims ? any_desc(dims) : plain_desc(dims);
+    result.ops.append_binary(lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg"), desc);
+    result.operands.push_back({static_cast<int>(i), value, dims});
+  }
+  return result;
+}
+
+void add_post_op_args(
+    const PostOps& post_ops,
+    const dnnl::primitive_desc_base& pd,
+    GraphBuilder& graph,
+    ArgList& args) {
+  for (const PostOps::Operand& entry : post_ops.operands) {
+    const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(entry.post_op_index) | DNNL_ARG_SRC_1;
+    const memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, arg);
+    args.emplace_back(arg, operand(graph, entry.value, entry.dims, wanted));
+  }
+}
+
+dnnl::primitive_attr attr_with(const PostOps& post_ops) {
+  dnnl::primitive_attr attr = GraphBuilder::default_attr();
+  attr.set_post_ops(post_ops.ops);
+  return attr;
+}
+
+BufferId operand(
+    GraphBuilder& graph,
+    uint32_t value,
+    const memory::dims& dims,
+    const memory::desc& wanted) {
+  if (graph.dims(value) == dims) {
+    return graph.input(value, wanted);
+  }
+  return graph.input_view(value, plain_desc(dims), wanted);
+}
+
+memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order) {
+  const memory::dims physical_strides = row_major_strides(physical);
+  memory::dims dims(order.size());
+  memory::dims strides(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    dims[i] = physical[order[i]];
+    strides[i] = physical_strides[order[i]];
+  }
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum) {
+  const std::vector<int64_t> values = step.ints(name, count);
+  for (int64_t v : values) {
+    ODNN_CHECK(
+        v >= minimum,
+        "attribute '%s' entry %lld must be >= %lld",
+        name,
+        static_cast<long long>(v),
+        static_cast<long long>(minimum));
+  }
+  return memory::dims(values.begin(), values.end());
+}
+
+memory::dims dnnl_dilation(const StepRecord& step, size_t count) {
+  memory::dims dilation = spatial_attr(step, "dilation", count, 1);
+  for (auto& d : dilation) {
+    d -= 1;
+  }
+  return dilation;
+}
+
+int normalize_axis(int64_t axis, size_t rank) {
+  const auto signed_rank = static_cast<int64_t>(rank);
+  ODNN_CHECK(
+      axis >= -signed_rank && axis < signed_rank,
+      "axis %lld out of range for rank %zu",
+      static_cast<long long>(axis),
+      rank);
+  return static_cast<int>(axis < 0 ? axis + signed_rank : axis);
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,74 @@
+// One builder per step kind: each reads its step's attributes, creates the oneDNN primitive
+// descriptor, asks the GraphBuilder for its inputs in the layouts the primitive wants, and records
+// the primitive. build_step() dispatches through a table indexed by StepKind.
+#pragma once
+
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "GraphBuilder.h"
+#include "Payload.h"
+
+namespace executorch::backends::onednn {
+
+void build_step(const StepRecord& step, GraphBuilder& graph);
+
+void build_convolution(const StepRecord& step, GraphBuilder& graph);
+void build_deconvolution(const StepRecord& step, GraphBuilder& graph);
+void build_matmul(const StepRecord& step, GraphBuilder& graph);
+void build_eltwise(const StepRecord& step, GraphBuilder& graph);
+void build_binary(const StepRecord& step, GraphBuilder& graph);
+void build_pooling(const StepRecord& step, GraphBuilder& graph);
+void build_reduction(const StepRecord& step, GraphBuilder& graph);
+void build_batch_norm(const StepRecord& step, GraphBuilder& graph);
+void build_layer_norm(const StepRecord& step, GraphBuilder& graph);
+void build_softmax(const StepRecord& step, GraphBuilder& graph);
+void build_resampling(const StepRecord& step, GraphBuilder& graph);
+void build_reorder(const StepRecord& step, GraphBuilder& graph);
+void build_reshape(const StepRecord& step, GraphBuilder& graph);
+void build_concat(const StepRecord& step, GraphBuilder& graph);
+void build_pad(const StepRecord& step, GraphBuilder& graph);
+
+// ---- helpers shared by the builders ----
+
+// The post-ops of a step, with the values feeding its binary post-ops.
+struct PostOps {
+  struct Operand {
+    int post_op_index;
+    uint32_t value;
+    memory::dims dims; // left-padded to dst rank
+  };
+  dnnl::post_ops ops;
+  std::vector<Operand> operands;
+};
+
+// Reads `post_ops`/`post_op_params`; binary operands come from inputs[first_operand_slot...].
+PostOps read_post_ops(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    size_t first_operand_slot,
+    const memory::dims& dst_dims);
+// Appends the binary post-op operands in the layouts the primitive descriptor resolved.
+void add_post_op_args(
+    const PostOps& post_ops,
+    const dnnl::primitive_desc_base& pd,
+    GraphBuilder& graph,
+    ArgList& args);
+// The default attributes with the post-ops set.
+dnnl::primitive_attr attr_with(const PostOps& post_ops);
+
+// `value` read as `dims` (its own dims, or the same bytes with 1s prepended) in layout `wanted`.
+BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, const memory::desc& wanted);
+
+// Plain bytes of `physical` dims described in logical order: logical dim i = physical dim order[i].
+memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order);
+
+// A spatial attribute list (one entry per spatial dim), each entry >= `minimum`.
+memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum);
+// PyTorch dilation (1 = dense) -> oneDNN dilation (0 = dense).
+memory::dims dnnl_dilation(const StepRecord& step, size_t count);
+
+int normalize_axis(int64_t axis, size_t rank);
+
+} // namespace executorch::backends::onednn

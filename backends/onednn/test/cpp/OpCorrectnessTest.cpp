@@ -1,0 +1,448 @@
+// Each test builds a small graph, runs it through the registered backend and compares against
+// the reference loops in ReferenceOps.
+#include <cmath>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "BackendHarness.h"
+#include "ReferenceOps.h"
+
+namespace onednn_test {
+namespace {
+
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t pl, int64_t pr, int64_t d) {
+  return (in + pl + pr - d * (k - 1) - 1) / s + 1;
+}
+
+std::vector<Attr> conv_attrs(const Conv2dParams& p, int64_t pad_bottom, int64_t pad_right) {
+  return {
+      ints("strides", {p.stride_h, p.stride_w}),
+      ints("padding_l", {p.pad_top, p.pad_left}),
+      ints("padding_r", {pad_bottom, pad_right}),
+      ints("dilation", {p.dilation_h, p.dilation_w}),
+      ints("groups", {p.groups}),
+  };
+}
+
+// A single CONVOLUTION step on random data, checked against conv2d_ref (+ relu if asked).
+void check_conv2d(Conv2dParams p, int64_t pad_bottom, int64_t pad_right, bool relu_post_op) {
+  p.oh = conv_out(p.ih, p.kh, p.stride_h, p.pad_top, pad_bottom, p.dilation_h);
+  p.ow = conv_out(p.iw, p.kw, p.stride_w, p.pad_left, pad_right, p.dilation_w);
+  const auto x = random_values(p.n * p.ic * p.ih * p.iw, 1);
+  const auto w = random_values(p.oc * (p.ic / p.groups) * p.kh * p.kw, 2);
+  const auto bias = random_values(p.oc, 3);
+  Model model;
+  const uint32_t src = model.input({p.n, p.ic, p.ih, p.iw});
+  const uint32_t weights = model.constant({p.oc, p.ic / p.groups, p.kh, p.kw}, w);
+  const uint32_t b = model.constant({p.oc}, bias);
+  const uint32_t dst = model.value({p.n, p.oc, p.oh, p.ow});
+  auto attrs = conv_attrs(p, pad_bottom, pad_right);
+  if (relu_post_op) {
+    attrs.push_back(ints("post_ops", {0, 0}));
+    attrs.push_back(floats("post_op_params", {0.0, 0.0}));
+  }
+  model.payload.step(Kind::Convolution, {src, weights, b}, {dst}, attrs);
+  model.output(dst, {p.n, p.oc, p.oh, p.ow});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  auto expected = conv2d_ref(p, x, w, bias);
+  if (relu_post_op) {
+    expected = relu_ref(expected);
+  }
+  expect_close(outputs[0], expected, "conv2d");
+}
+
+TEST(OpCorrectness, Conv2dWithBiasReluPostOpAndAsymmetricPaddingMatchesReference) {
+  Conv2dParams p{};
+  p.n = 2, p.ic = 4, p.ih = 9, p.iw = 8, p.oc = 6, p.kh = 3, p.kw = 3;
+  p.stride_h = 2, p.stride_w = 1, p.pad_top = 1, p.pad_left = 1;
+  check_conv2d(p, 0, 2, true);
+}
+
+TEST(OpCorrectness, GroupedDilatedConv2dMatchesReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 8, p.ih = 10, p.iw = 10, p.oc = 12, p.kh = 3, p.kw = 3;
+  p.pad_top = 2, p.pad_left = 2, p.dilation_h = 2, p.dilation_w = 2, p.groups = 2;
+  check_conv2d(p, 2, 2, false);
+}
+
+TEST(OpCorrectness, DepthwiseConv2dMatchesReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 16, p.ih = 7, p.iw = 7, p.oc = 16, p.kh = 3, p.kw = 3;
+  p.pad_top = 1, p.pad_left = 1, p.groups = 16;
+  check_conv2d(p, 1, 1, true);
+}
+
+TEST(OpCorrectness, ConvReluConvChainThroughIntermediateMatchesReference) {
+  Conv2dParams first{};
+  first.n = 1, first.ic = 16, first.ih = 12, first.iw = 12, first.oc = 32, first.kh = 3, first.kw = 3;
+  first.pad_top = 1, first.pad_left = 1, first.oh = 12, first.ow = 12;
+  Conv2dParams second = first;
+  second.ic = 32, second.oc = 16, second.kh = 1, second.kw = 1, second.pad_top = 0, second.pad_left = 0;
+  const auto x = random_values(16 * 12 * 12, 4);
+  const auto w1 = random_values(32 * 16 * 9, 5);
+  const auto w2 = random_values(16 * 32, 6);
+  Model model;
+  const uint32_t src = model.input({1, 16, 12, 12});
+  const uint32_t k1 = model.constant({32, 16, 3, 3}, w1);
+  const uint32_t k2 = model.constant({16, 32, 1, 1}, w2);
+  const uint32_t a = model.value({1, 32, 12, 12});
+  const uint32_t r = model.value({1, 32, 12, 12});
+  const uint32_t dst = model.value({1, 16, 12, 12});
+  model.payload.step(Kind::Convolution, {src, k1, kNoValue}, {a}, conv_attrs(first, 1, 1));
+  model.payload.step(Kind::Eltwise, {a}, {r}, {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Convolution, {r, k2, kNoValue}, {dst}, conv_attrs(second, 0, 0));
+  model.output(dst, {1, 16, 12, 12});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  const auto expected = conv2d_ref(second, relu_ref(conv2d_ref(first, x, w1, {})), w2, {});
+  expect_close(outputs[0], expected, "conv -> relu -> conv");
+}
+
+TEST(OpCorrectness, ConvWithResidualAddPostOpMatchesReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 8, p.ih = 6, p.iw = 6, p.oc = 8, p.kh = 3, p.kw = 3, p.pad_top = 1, p.pad_left = 1;
+  p.oh = 6, p.ow = 6;
+  const auto x = random_values(8 * 36, 7);
+  const auto w = random_values(8 * 8 * 9, 8);
+  const auto residual = random_values(8 * 36, 9);
+  Model model;
+  const uint32_t src = model.input({1, 8, 6, 6});
+  const uint32_t res = model.input({1, 8, 6, 6});
+  const uint32_t weights = model.constant({8, 8, 3, 3}, w);
+  const uint32_t dst = model.value({1, 8, 6, 6});
+  auto attrs = conv_attrs(p, 1, 1);
+  attrs.push_back(ints("post_ops", {1, 0, 0, 0})); // add residual, then relu
+  attrs.push_back(floats("post_op_params", {0, 0, 0, 0}));
+  model.payload.step(Kind::Convolution, {src, weights, kNoValue, res}, {dst}, attrs);
+  model.output(dst, {1, 8, 6, 6});
+  const auto outputs = run_model(model, {x, residual});
+  ASSERT_EQ(outputs.size(), 1u);
+  auto expected = conv2d_ref(p, x, w, {});
+  for (size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = std::max(expected[i] + residual[i], 0.0f);
+  }
+  expect_close(outputs[0], expected, "conv + residual -> relu");
+}
+
+TEST(OpCorrectness, GroupedStridedDeconv2dMatchesReference) {
+  // conv_transpose2d(4 -> 6, k=3, stride 2, padding 1, output_padding 1, groups 2)
+  Conv2dParams p{};
+  p.n = 1, p.ic = 4, p.ih = 5, p.iw = 4, p.oc = 6, p.kh = 3, p.kw = 3;
+  p.stride_h = 2, p.stride_w = 2, p.pad_top = 1, p.pad_left = 1, p.groups = 2;
+  p.oh = (5 - 1) * 2 - 2 + 2 + 1 + 1, p.ow = (4 - 1) * 2 - 2 + 2 + 1 + 1;
+  const auto x = random_values(4 * 5 * 4, 10);
+  const auto w = random_values(4 * 3 * 9, 11);
+  const auto bias = random_values(6, 12);
+  Model model;
+  const uint32_t src = model.input({1, 4, 5, 4});
+  const uint32_t weights = model.constant({4, 3, 3, 3}, w);
+  const uint32_t b = model.constant({6}, bias);
+  const uint32_t dst = model.value({1, 6, p.oh, p.ow});
+  model.payload.step(Kind::Deconvolution, {src, weights, b}, {dst}, conv_attrs(p, 0, 0));
+  model.output(dst, {1, 6, p.oh, p.ow});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  expect_close(outputs[0], deconv2d_ref(p, x, w, bias), "deconv2d");
+}
+
+TEST(OpCorrectness, MatmulWithConstantTransposedWeightsAndBiasMatchesReference) {
+  const auto a = random_values(2 * 3 * 8, 13);
+  const auto b = random_values(5 * 8, 14);
+  const auto bias = random_values(5, 15);
+  Model model;
+  const uint32_t src = model.input({2, 3, 8});
+  const uint32_t weights = model.constant({5, 8}, b);
+  const uint32_t bi = model.constant({5}, bias);
+  const uint32_t dst = model.value({2, 3, 5});
+  model.payload.step(Kind::Matmul, {src, weights, bi}, {dst}, {ints("transpose_b", {1})});
+  model.output(dst, {2, 3, 5});
+  const auto outputs = run_model(model, {a});
+  ASSERT_EQ(outputs.size(), 1u);
+  expect_close(outputs[0], matmul_ref(a, b, bias, 2, 1, 3, 8, 5, true), "linear");
+}
+
+TEST(OpCorrectness, BatchedMatmulOfTwoActivationsBroadcastsAndTransposes) {
+  const auto a = random_values(3 * 4 * 6, 16);
+  const auto b = random_values(3 * 5 * 6, 17);
+  Model model;
+  const uint32_t lhs = model.input({3, 4, 6});
+  const uint32_t rhs = model.input({3, 5, 6});
+  const uint32_t dst = model.value({3, 4, 5});
+  model.payload.step(Kind::Matmul, {lhs, rhs}, {dst}, {ints("transpose_b", {1})});
+  model.output(dst, {3, 4, 5});
+  const auto outputs = run_model(model, {a, b});
+  ASSERT_EQ(outputs.size(), 1u);
+  expect_close(outputs[0], matmul_ref(a, b, {}, 3, 3, 4, 6, 5, true), "q @ k^T");
+
+  Model broadcast;
+  const uint32_t l2 = broadcast.input({3, 4, 6});
+  const uint32_t r2 = broadcast.input({6, 5});
+  const uint32_t d2 = broadcast.value({3, 4, 5});
+  broadcast.payload.step(Kind::Matmul, {l2, r2, kNoValue}, {d2}, {ints("transpose_b", {0})});
+  broadcast.output(d2, {3, 4, 5});
+  const auto b2 = random_values(30, 18);
+  const auto out2 = run_model(broadcast, {a, b2});
+  ASSERT_EQ(out2.size(), 1u);
+  expect_close(out2[0], matmul_ref(a, b2, {}, 3, 1, 4, 6, 5, false), "batched @ shared");
+}
+
+TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
+  struct Case {
+    const char* name;
+    int64_t alg;
+    double alpha, beta;
+    std::function<double(double)> fn;
+  };
+  const std::vector<Case> cases = {
+      {"relu(leaky)", 0, 0.1, 0, [](double x) { return x > 0 ? x : 0.1 * x; }},
+      {"clip", 1, -0.5, 0.25, [](double x) { return std::min(std::max(x, -0.5), 0.25); }},
+      {"gelu_erf", 2, 0, 0, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {"gelu_tanh", 3, 0, 0,
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       }},
+      {"swish", 4, 1.0, 0, [](double x) { return x / (1 + std::exp(-x)); }},
+      {"logistic", 5, 0, 0, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {"tanh", 6, 0, 0, [](double x) { return std::tanh(x); }},
+      {"hardswish", 7, 1.0 / 6, 0.5,
+       [](double x) { return x * std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
+      {"hardsigmoid", 8, 1.0 / 6, 0.5, [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
+      {"elu", 9, 1.0, 0, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
+      {"exp", 10, 0, 0, [](double x) { return std::exp(x); }},
+      {"abs", 13, 0, 0, [](double x) { return std::fabs(x); }},
+      {"linear", 14, 2.0, -1.0, [](double x) { return 2 * x - 1; }},
+      {"square", 16, 0, 0, [](double x) { return x * x; }},
+  };
+  const auto x = random_values(2 * 3 * 7, 19);
+  for (const Case& c : cases) {
+    Model model;
+    const uint32_t src = model.input({2, 3, 7});
+    const uint32_t dst = model.value({2, 3, 7});
+    model.payload.step(Kind::Eltwise, {src}, {dst},
+                       {ints("alg", {c.alg}), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+    model.output(dst, {2, 3, 7});
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u) << c.name;
+    std::vector<float> expected;
+    for (float v : x) {
+      expected.push_back(static_cast<float>(c.fn(v)));
+    }
+    expect_close(outputs[0], expected, c.name);
+  }
+}
+
+TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
+  const auto a = random_values(2 * 3 * 4 * 5, 20);
+  const auto b = random_values(3 * 1 * 5, 21);
+  Model model;
+  const uint32_t src0 = model.input({2, 3, 4, 5});
+  const uint32_t src1 = model.input({3, 1, 5});
+  const uint32_t dst = model.value({2, 3, 4, 5});
+  model.payload.step(Kind::Binary, {src0, src1}, {dst}, {ints("alg", {1})}); // SUB
+  model.output(dst, {2, 3, 4, 5});
+  const auto outputs = run_model(model, {a, b});
+  ASSERT_EQ(outputs.size(), 1u);
+  const auto expected =
+      broadcast_ref(a, {2, 3, 4, 5}, b, {1, 3, 1, 5}, [](float x, float y) { return x - y; });
+  expect_close(outputs[0], expected, "a - broadcast(b)");
+}
+
+TEST(OpCorrectness, PoolingMaxAndAverageMatchReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 3, p.ih = 7, p.iw = 6, p.kh = 3, p.kw = 2, p.stride_h = 2, p.stride_w = 2;
+  p.pad_top = 1, p.pad_left = 1;
+  p.oh = conv_out(7, 3, 2, 1, 1, 1), p.ow = conv_out(6, 2, 2, 1, 1, 1);
+  const auto x = random_values(3 * 7 * 6, 22);
+  const std::pair<int64_t, PoolRef> kinds[] = {
+      {0, PoolRef::Max}, {1, PoolRef::AvgInclude}, {2, PoolRef::AvgExclude}};
+  for (const auto& [alg, ref] : kinds) {
+    Model model;
+    const uint32_t src = model.input({1, 3, 7, 6});
+    const uint32_t dst = model.value({1, 3, p.oh, p.ow});
+    model.payload.step(Kind::Pooling, {src}, {dst},
+                       {ints("alg", {alg}), ints("kernel", {3, 2}), ints("strides", {2, 2}),
+                        ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
+                        ints("dilation", {1, 1})});
+    model.output(dst, {1, 3, p.oh, p.ow});
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u);
+    expect_close(outputs[0], pool2d_ref(p, ref, x), "pooling alg " + std::to_string(alg));
+  }
+}
+
+TEST(OpCorrectness, SoftmaxAndLogSoftmaxMatchReference) {
+  const std::vector<int64_t> dims = {2, 5, 3};
+  const auto x = random_values(30, 23);
+  for (const auto& [axis, log] : {std::pair<int, int>{1, 0}, {-1, 1}}) {
+    Model model;
+    const uint32_t src = model.input(dims);
+    const uint32_t dst = model.value(dims);
+    model.payload.step(Kind::Softmax, {src}, {dst}, {ints("axis", {axis}), ints("log", {log})});
+    model.output(dst, dims);
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u);
+    expect_close(outputs[0], softmax_ref(x, dims, axis < 0 ? axis + 3 : axis, log != 0),
+                 log ? "log_softmax" : "softmax");
+  }
+}
+
+TEST(OpCorrectness, ReorderWithPermutationMatchesReference) {
+  const std::vector<int64_t> dims = {2, 3, 4, 5};
+  const std::vector<int64_t> permutation = {0, 2, 3, 1};
+  const auto x = random_values(120, 24);
+  Model model;
+  const uint32_t src = model.input(dims);
+  const uint32_t dst = model.value({2, 4, 5, 3});
+  model.payload.step(Kind::Reorder, {src}, {dst}, {ints("permutation", permutation)});
+  model.output(dst, {2, 4, 5, 3});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  expect_close(outputs[0], permute_ref(x, dims, permutation), "permute");
+}
+
+TEST(OpCorrectness, ReshapeAliasesPlainInputAndCopiesIntoGraphOutputs) {
+  // input -> reshape (alias) -> relu -> output 0; relu -> reshape -> output 1 (copied).
+  const auto x = random_values(12, 25);
+  Model model;
+  const uint32_t src = model.input({2, 6});
+  const uint32_t reshaped = model.value({3, 4});
+  const uint32_t activated = model.value({3, 4});
+  const uint32_t flat = model.value({12});
+  model.payload.step(Kind::Reshape, {src}, {reshaped});
+  model.payload.step(Kind::Eltwise, {reshaped}, {activated},
+                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Reshape, {activated}, {flat});
+  model.output(activated, {3, 4});
+  model.output(flat, {12});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 2u);
+  expect_close(outputs[0], relu_ref(x), "relu(reshape(x))");
+  expect_close(outputs[1], relu_ref(x), "reshape(relu(reshape(x)))");
+}
+
+TEST(OpCorrectness, ReshapeOfBlockedConvOutputIsReorderedToPlainFirst) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 16, p.ih = 4, p.iw = 4, p.oc = 16, p.kh = 1, p.kw = 1, p.oh = 4, p.ow = 4;
+  const auto x = random_values(256, 26);
+  const auto w = random_values(256, 27);
+  Model model;
+  const uint32_t src = model.input({1, 16, 4, 4});
+  const uint32_t weights = model.constant({16, 16, 1, 1}, w);
+  const uint32_t conv = model.value({1, 16, 4, 4});
+  const uint32_t flat = model.value({1, 256});
+  model.payload.step(Kind::Convolution, {src, weights}, {conv}, conv_attrs(p, 0, 0));
+  model.payload.step(Kind::Reshape, {conv}, {flat});
+  model.output(flat, {1, 256});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  expect_close(outputs[0], conv2d_ref(p, x, w, {}), "flatten(conv(x))");
+}
+
+TEST(OpCorrectness, PadFillsValueAroundTheInput) {
+  const auto x = random_values(6, 28);
+  Model model;
+  const uint32_t src = model.input({1, 2, 3});
+  const uint32_t dst = model.value({1, 3, 6});
+  model.payload.step(Kind::Pad, {src}, {dst},
+                     {ints("pad_front", {0, 1, 2}), ints("pad_back", {0, 0, 1}), floats("value", {0.5})});
+  model.output(dst, {1, 3, 6});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  std::vector<float> expected(18, 0.5f);
+  for (int c = 0; c < 2; ++c) {
+    for (int w = 0; w < 3; ++w) {
+      expected[(c + 1) * 6 + w + 2] = x[c * 3 + w];
+    }
+  }
+  expect_close(outputs[0], expected, "pad");
+}
+
+TEST(OpCorrectness, ConcatAndLayerNormMatchReference) {
+  const auto a = random_values(2 * 3, 29);
+  const auto b = random_values(2 * 5, 30);
+  const auto gamma = random_values(8, 31);
+  const auto beta = random_values(8, 32);
+  Model model;
+  const uint32_t x = model.input({2, 3});
+  const uint32_t y = model.input({2, 5});
+  const uint32_t scale = model.constant({8}, gamma);
+  const uint32_t shift = model.constant({8}, beta);
+  const uint32_t cat = model.value({2, 8});
+  const uint32_t norm = model.value({2, 8});
+  model.payload.step(Kind::Concat, {x, y}, {cat}, {ints("axis", {-1})});
+  model.payload.step(Kind::LayerNorm, {cat, scale, shift}, {norm}, {floats("eps", {1e-5})});
+  model.output(norm, {2, 8});
+  const auto outputs = run_model(model, {a, b});
+  ASSERT_EQ(outputs.size(), 1u);
+  std::vector<float> expected;
+  for (int row = 0; row < 2; ++row) {
+    std::vector<double> v(a.begin() + row * 3, a.begin() + row * 3 + 3);
+    v.insert(v.end(), b.begin() + row * 5, b.begin() + row * 5 + 5);
+    double mean = 0, var = 0;
+    for (double e : v) mean += e / 8;
+    for (double e : v) var += (e - mean) * (e - mean) / 8;
+    for (int i = 0; i < 8; ++i) {
+      expected.push_back(static_cast<float>((v[i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + beta[i]));
+    }
+  }
+  expect_close(outputs[0], expected, "layer_norm(cat(a, b))");
+}
+
+} // namespace
+} // namespace onednn_test
+
+namespace onednn_test {
+namespace {
+
+// conv (blocked output) -> batch norm -> {mean over H,W ; nearest 2x upsample}: the layout-agnostic
+// steps consume oneDNN's blocked layout directly.
+TEST(OpCorrectness, NormalizationReductionAndResamplingOnBlockedConvOutputMatchReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 16, p.ih = 4, p.iw = 4, p.oc = 16, p.kh = 1, p.kw = 1, p.oh = 4, p.ow = 4;
+  const auto x = random_values(256, 40);
+  const auto w = random_values(256, 41);
+  const auto mean = random_values(16, 42);
+  auto var = random_values(16, 43);
+  for (float& v : var) v = v * v + 0.5f;
+  const auto gamma = random_values(16, 44);
+  const auto beta = random_values(16, 45);
+  Model model;
+  const uint32_t src = model.input({1, 16, 4, 4});
+  const uint32_t weights = model.constant({16, 16, 1, 1}, w);
+  const uint32_t m = model.constant({16}, mean);
+  const uint32_t v = model.constant({16}, var);
+  const uint32_t g = model.constant({16}, gamma);
+  const uint32_t b = model.constant({16}, beta);
+  const uint32_t conv = model.value({1, 16, 4, 4});
+  const uint32_t norm = model.value({1, 16, 4, 4});
+  const uint32_t pooled = model.value({1, 16, 1, 1});
+  const uint32_t upsampled = model.value({1, 16, 8, 8});
+  model.payload.step(Kind::Convolution, {src, weights, kNoValue}, {conv}, conv_attrs(p, 0, 0));
+  model.payload.step(Kind::BatchNorm, {conv, m, v, g, b}, {norm}, {floats("eps", {1e-5})});
+  model.payload.step(Kind::Reduction, {norm}, {pooled}, {ints("alg", {0})});
+  model.payload.step(Kind::Resampling, {norm}, {upsampled}, {ints("alg", {0})});
+  model.output(pooled, {1, 16, 1, 1});
+  model.output(upsampled, {1, 16, 8, 8});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 2u);
+  auto normalized = conv2d_ref(p, x, w, {});
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    const size_t c = i / 16;
+    normalized[i] = (normalized[i] - mean[c]) / std::sqrt(var[c] + 1e-5f) * gamma[c] + beta[c];
+  }
+  std::vector<float> expected_mean(16, 0.0f);
+  std::vector<float> expected_up(16 * 64);
+  for (size_t c = 0; c < 16; ++c) {
+    for (size_t i = 0; i < 16; ++i) expected_mean[c] += normalized[c * 16 + i] / 16;
+    for (size_t y = 0; y < 8; ++y)
+      for (size_t xx = 0; xx < 8; ++xx)
+        expected_up[c * 64 + y * 8 + xx] = normalized[c * 16 + (y / 2) * 4 + xx / 2];
+  }
+  expect_close(outputs[0], expected_mean, "mean(batch_norm(conv(x)))");
+  expect_close(outputs[1], expected_up, "upsample_nearest2x(batch_norm(conv(x)))");
+}
+
+} // namespace
+} // namespace onednn_test

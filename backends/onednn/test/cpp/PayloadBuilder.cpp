@@ -1,0 +1,124 @@
+#include "PayloadBuilder.h"
+
+#include <cstring>
+
+namespace onednn_test {
+namespace {
+
+class Writer {
+ public:
+  void u8(uint8_t v) {
+    bytes.push_back(v);
+  }
+  void u16(uint16_t v) {
+    le(v, 2);
+  }
+  void u32(uint32_t v) {
+    le(v, 4);
+  }
+  void u64(uint64_t v) {
+    le(v, 8);
+  }
+  void i64(int64_t v) {
+    le(static_cast<uint64_t>(v), 8);
+  }
+  void f64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    le(bits, 8);
+  }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  std::vector<uint8_t> bytes;
+
+ private:
+  void le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) {
+      bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    }
+  }
+};
+
+} // namespace
+
+Attr ints(std::string name, std::vector<int64_t> values) {
+  return Attr{std::move(name), false, std::move(values), {}};
+}
+
+Attr floats(std::string name, std::vector<double> values) {
+  return Attr{std::move(name), true, {}, std::move(values)};
+}
+
+uint32_t PayloadBuilder::value(std::vector<int64_t> dims, std::string key, uint8_t dtype) {
+  values_.push_back({dtype, std::move(dims), std::move(key)});
+  return static_cast<uint32_t>(values_.size() - 1);
+}
+
+void PayloadBuilder::step(
+    Kind kind,
+    std::vector<uint32_t> inputs,
+    std::vector<uint32_t> outputs,
+    std::vector<Attr> attrs) {
+  steps_.push_back({kind, std::move(inputs), std::move(outputs), std::move(attrs)});
+}
+
+std::vector<uint8_t> PayloadBuilder::build() const {
+  Writer w;
+  w.bytes = {'O', 'D', 'N', 'N'};
+  w.u32(version);
+  w.u64(0); // total_size, patched below
+  w.u32(static_cast<uint32_t>(values_.size()));
+  w.u32(static_cast<uint32_t>(steps_.size()));
+  w.u32(static_cast<uint32_t>(inputs_.size()));
+  w.u32(static_cast<uint32_t>(outputs_.size()));
+  for (uint32_t id : inputs_) {
+    w.u32(id);
+  }
+  for (uint32_t id : outputs_) {
+    w.u32(id);
+  }
+  for (const Value& v : values_) {
+    w.u8(v.dtype);
+    w.u8(v.key.empty() ? 0 : 1);
+    w.u16(0);
+    w.u32(static_cast<uint32_t>(v.dims.size()));
+    for (int64_t d : v.dims) {
+      w.i64(d);
+    }
+    if (!v.key.empty()) {
+      w.str(v.key);
+    }
+  }
+  for (const Step& s : steps_) {
+    w.u32(static_cast<uint32_t>(s.kind));
+    w.u32(static_cast<uint32_t>(s.inputs.size()));
+    for (uint32_t id : s.inputs) {
+      w.u32(id);
+    }
+    w.u32(static_cast<uint32_t>(s.outputs.size()));
+    for (uint32_t id : s.outputs) {
+      w.u32(id);
+    }
+    w.u32(static_cast<uint32_t>(s.attrs.size()));
+    for (const Attr& a : s.attrs) {
+      w.str(a.name);
+      w.u8(a.is_float ? 1 : 0);
+      w.u32(static_cast<uint32_t>(a.is_float ? a.floats.size() : a.ints.size()));
+      for (int64_t v : a.ints) {
+        w.i64(v);
+      }
+      for (double v : a.floats) {
+        w.f64(v);
+      }
+    }
+  }
+  const uint64_t total = w.bytes.size();
+  for (int i = 0; i < 8; ++i) {
+    w.bytes[8 + i] = static_cast<uint8_t>(total >> (8 * i));
+  }
+  return w.bytes;
+}
+
+} // namespace onednn_test

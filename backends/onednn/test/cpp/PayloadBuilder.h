@@ -1,0 +1,75 @@
+// Writes OneDnnBackend payloads (serialization/FORMAT.md) from C++ so tests can describe graphs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onednn_test {
+
+enum class Kind : uint32_t {
+  Convolution = 1,
+  Deconvolution = 2,
+  Matmul = 3,
+  Eltwise = 4,
+  Binary = 5,
+  Pooling = 6,
+  Reduction = 7,
+  BatchNorm = 8,
+  LayerNorm = 9,
+  Softmax = 10,
+  Reorder = 11,
+  Reshape = 12,
+  Concat = 13,
+  Resampling = 14,
+  Pad = 15,
+};
+
+inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+
+struct Attr {
+  std::string name;
+  bool is_float = false;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+Attr ints(std::string name, std::vector<int64_t> values);
+Attr floats(std::string name, std::vector<double> values);
+
+class PayloadBuilder {
+ public:
+  // An activation value (or a constant when `key` is non-empty).
+  uint32_t value(std::vector<int64_t> dims, std::string key = "", uint8_t dtype = 0);
+  void input(uint32_t id) {
+    inputs_.push_back(id);
+  }
+  void output(uint32_t id) {
+    outputs_.push_back(id);
+  }
+  void step(
+      Kind kind,
+      std::vector<uint32_t> inputs,
+      std::vector<uint32_t> outputs,
+      std::vector<Attr> attrs = {});
+
+  std::vector<uint8_t> build() const;
+
+  uint32_t version = 1;
+
+ private:
+  struct Value {
+    uint8_t dtype;
+    std::vector<int64_t> dims;
+    std::string key;
+  };
+  struct Step {
+    Kind kind;
+    std::vector<uint32_t> inputs, outputs;
+    std::vector<Attr> attrs;
+  };
+  std::vector<uint32_t> inputs_, outputs_;
+  std::vector<Value> values_;
+  std::vector<Step> steps_;
+};
+
+} // namespace onednn_test

@@ -1,0 +1,221 @@
+// init() must reject every malformed or unsupported payload with an error (never crash) and must
+// release everything it took, however often it runs.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "BackendHarness.h"
+
+namespace onednn_test {
+namespace {
+
+// input [1,2,5,5] -> conv(3x3, 2->3, bias) -> relu -> output [1,3,5,5].
+Model valid_model() {
+  Model model;
+  const uint32_t src = model.input({1, 2, 5, 5});
+  const uint32_t weights = model.constant({3, 2, 3, 3}, random_values(54, 1));
+  const uint32_t bias = model.constant({3}, random_values(3, 2));
+  const uint32_t conv = model.value({1, 3, 5, 5});
+  const uint32_t dst = model.value({1, 3, 5, 5});
+  model.payload.step(Kind::Convolution, {src, weights, bias}, {conv},
+                     {ints("strides", {1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
+                      ints("dilation", {1, 1}), ints("groups", {1})});
+  model.payload.step(Kind::Eltwise, {conv}, {dst},
+                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.output(dst, {1, 3, 5, 5});
+  return model;
+}
+
+// Runs init on `bytes`; destroys the handle when init succeeds. Returns init's error.
+Error init_error(const std::vector<uint8_t>& bytes, const executorch::runtime::NamedDataMap* data) {
+  Harness harness;
+  Result<DelegateHandle*> handle = harness.init(bytes, data);
+  if (handle.ok()) {
+    harness.destroy(handle.get());
+    return Error::Ok;
+  }
+  return handle.error();
+}
+
+void set_u32(std::vector<uint8_t>& bytes, size_t offset, uint32_t value) {
+  for (int i = 0; i < 4; ++i) {
+    bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
+  }
+}
+
+void set_u64(std::vector<uint8_t>& bytes, size_t offset, uint64_t value) {
+  for (int i = 0; i < 8; ++i) {
+    bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
+  }
+}
+
+TEST(PayloadValidation, ValidPayloadInitializes) {
+  Model model = valid_model();
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::Ok);
+}
+
+TEST(PayloadValidation, BadMagicIsRejected) {
+  Model model = valid_model();
+  auto bytes = model.payload.build();
+  bytes[0] = 'X';
+  EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, UnknownVersionIsRejected) {
+  Model model = valid_model();
+  model.payload.version = 2;
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, TotalSizeMismatchIsRejected) {
+  Model model = valid_model();
+  auto bytes = model.payload.build();
+  bytes.push_back(0); // one byte more than total_size says
+  EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
+  bytes.pop_back();
+  set_u64(bytes, 8, bytes.size() + 100);
+  EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, TruncationAtEveryOffsetIsRejected) {
+  Model model = valid_model();
+  const auto bytes = model.payload.build();
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + length);
+    EXPECT_NE(init_error(truncated, &model.data), Error::Ok) << "truncated to " << length;
+    // Same cut with total_size patched to match, so the field readers' bounds checks are hit.
+    if (length >= 16) {
+      set_u64(truncated, 8, length);
+      EXPECT_NE(init_error(truncated, &model.data), Error::Ok)
+          << "truncated to " << length << " with matching total_size";
+    }
+  }
+}
+
+TEST(PayloadValidation, OutOfRangeValueIdIsRejected) {
+  Model model = valid_model();
+  auto bytes = model.payload.build();
+  set_u32(bytes, 32, 1000); // the first graph input id
+  EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
+
+  Model step_model = valid_model();
+  const uint32_t out = step_model.value({1, 3, 5, 5});
+  step_model.payload.step(Kind::Eltwise, {77}, {out},
+                          {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  EXPECT_EQ(init_error(step_model.payload.build(), &step_model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, WrongAttributeCountIsRejected) {
+  Model model;
+  const uint32_t src = model.input({1, 2, 5, 5});
+  const uint32_t weights = model.constant({3, 2, 3, 3}, random_values(54, 1));
+  const uint32_t dst = model.value({1, 3, 5, 5});
+  model.payload.step(Kind::Convolution, {src, weights, kNoValue}, {dst},
+                     {ints("strides", {1, 1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
+                      ints("dilation", {1, 1}), ints("groups", {1})});
+  model.output(dst, {1, 3, 5, 5});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, MissingAttributeIsRejected) {
+  Model model;
+  const uint32_t src = model.input({4});
+  const uint32_t dst = model.value({4});
+  model.payload.step(Kind::Eltwise, {src}, {dst}, {ints("alg", {0}), floats("alpha", {0})});
+  model.output(dst, {4});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, NoValueInRequiredSlotIsRejected) {
+  Model model;
+  const uint32_t src = model.input({2, 4});
+  const uint32_t dst = model.value({2, 3});
+  model.payload.step(Kind::Matmul, {src, kNoValue, kNoValue}, {dst});
+  model.output(dst, {2, 3});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, ValueReadBeforeItIsProducedIsRejected) {
+  Model model;
+  const uint32_t src = model.input({4});
+  const uint32_t a = model.value({4});
+  const uint32_t b = model.value({4});
+  const std::vector<Attr> relu = {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})};
+  model.payload.step(Kind::Eltwise, {a}, {b}, relu); // a is produced only by the next step
+  model.payload.step(Kind::Eltwise, {src}, {a}, relu);
+  model.output(b, {4});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, ReshapeWithDifferentElementCountIsRejected) {
+  Model model;
+  const uint32_t src = model.input({2, 3});
+  const uint32_t dst = model.value({7});
+  model.payload.step(Kind::Reshape, {src}, {dst});
+  model.output(dst, {7});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+TEST(PayloadValidation, MissingNamedDataKeyIsRejected) {
+  Model model = valid_model();
+  InMemoryDataMap empty;
+  EXPECT_NE(init_error(model.payload.build(), &empty), Error::Ok);
+  EXPECT_NE(init_error(model.payload.build(), nullptr), Error::Ok);
+}
+
+TEST(PayloadValidation, WrongConstantByteSizeIsRejected) {
+  Model model = valid_model();
+  model.data.add("constant_0", std::vector<uint8_t>(54 * 4 - 4)); // one float short
+  EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
+  EXPECT_EQ(model.data.buffers_out, model.data.buffers_freed);
+}
+
+TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
+  Model model;
+  const uint32_t src = model.payload.value({4}, "", /*dtype BF16*/ 1);
+  model.payload.input(src);
+  const uint32_t dst = model.payload.value({4}, "", 1);
+  model.payload.step(Kind::Eltwise, {src}, {dst},
+                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.output(dst);
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::NotSupported);
+}
+
+size_t resident_kilobytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stoul(line.substr(6));
+    }
+  }
+  return 0;
+}
+
+TEST(PayloadValidation, InitDestroyThousandTimesReleasesEverything) {
+  Model model = valid_model();
+  const auto bytes = model.payload.build();
+  Harness harness;
+  auto cycle = [&]() {
+    Result<DelegateHandle*> handle = harness.init(bytes, &model.data);
+    ASSERT_TRUE(handle.ok());
+    harness.destroy(handle.get());
+  };
+  for (int i = 0; i < 50; ++i) {
+    cycle(); // warm up oneDNN's caches before measuring
+  }
+  const size_t before = resident_kilobytes();
+  for (int i = 0; i < 1000; ++i) {
+    cycle();
+  }
+  const size_t after = resident_kilobytes();
+  EXPECT_EQ(model.data.buffers_out, model.data.buffers_freed);
+  EXPECT_EQ(harness.payload_frees, 1050);
+  EXPECT_LT(after, before + 4096) << "resident memory grew from " << before << " kB to " << after
+                                  << " kB over 1000 init/destroy cycles";
+}
+
+} // namespace
+} // namespace onednn_test
