@@ -78,6 +78,8 @@ class LoweringContext:
         self.ep = ep
         self.graph = Graph()
         self.node_values: dict[Node, int] = {}
+        # Ops with several tensor results (split): node -> one value per result.
+        self.multi_values: dict[Node, list[int]] = {}
 
     def value(self, node: object) -> int:
         if not isinstance(node, Node):

@@ -488,9 +488,81 @@ def resampling_rule(alg: ResamplingAlg) -> OpRule:
 
 def lower_getitem(ctx: LoweringContext, node: Node) -> None:
     source, index = node.args
-    if index != 0 or not isinstance(source, Node):
-        raise Unsupported("only the first output of a multi-output op")
-    ctx.alias(node, ctx.value(source))
+    if not isinstance(source, Node) or not isinstance(index, int):
+        raise Unsupported("getitem of a non-tensor result")
+    if source not in ctx.node_values and source not in ctx.multi_values:
+        # Checked on its own: it is supported when its source lowers.
+        rule = OP_RULES.get(aten_op(source.target))
+        if rule is None:
+            raise Unsupported(f"getitem of {source.target}")
+        rule.lower(ctx, source)
+    if source in ctx.multi_values:
+        ctx.alias(node, ctx.multi_values[source][index])
+    elif index == 0:
+        ctx.alias(node, ctx.value(source))
+    else:
+        raise Unsupported("only the first output of this op")
+
+
+# --- slicing: a reorder reading a block of the source ---------------------------------------------
+def emit_slice(ctx: LoweringContext, src: int, dim: int, start: int, length: int) -> int:
+    dims = list(ctx.dims(src))
+    if start == 0 and length == dims[dim]:
+        return src
+    offsets = [0] * len(dims)
+    offsets[dim], dims[dim] = start, length
+    data = ctx.constant(src)
+    if data is not None:
+        return ctx.graph.add_constant(data.narrow(dim, start, length).contiguous(), DType.F32)
+    block = ctx.new_value(tuple(dims))
+    ctx.emit(StepKind.REORDER, [src], [block], {"offsets": offsets})
+    return block
+
+
+def define_reshaped(ctx: LoweringContext, node: Node, value: int) -> None:
+    """The node's result is `value` with the node's dims (free for plain activations)."""
+    out_dims = static_dims(node)
+    data = ctx.constant(value)
+    if ctx.dims(value) == out_dims:
+        ctx.alias(node, value)
+    elif data is not None:
+        ctx.fold(node, data.reshape(out_dims))
+    else:
+        ctx.emit(StepKind.RESHAPE, [value], [ctx.output(node)])
+
+
+def lower_select(ctx: LoweringContext, node: Node) -> None:
+    src = ctx.value(node.args[0])
+    dims = ctx.dims(src)
+    dim = normalize_dim(node.args[1], len(dims))  # type: ignore[arg-type]
+    index = node.args[2]
+    if not isinstance(index, int) or not -dims[dim] <= index < dims[dim]:
+        raise Unsupported(f"select index {index!r}")
+    define_reshaped(ctx, node, emit_slice(ctx, src, dim, index % dims[dim], 1))
+
+
+def lower_slice(ctx: LoweringContext, node: Node) -> None:
+    src = ctx.value(node.args[0])
+    dims = ctx.dims(src)
+    dim = normalize_dim(arg(node, 1, "dim", 0), len(dims))  # type: ignore[arg-type]
+    start, end, step = arg(node, 2, "start"), arg(node, 3, "end"), arg(node, 4, "step", 1)
+    if step != 1 or not all(isinstance(v, int) or v is None for v in (start, end)):
+        raise Unsupported("slice with a step or symbolic bounds")
+    begin = 0 if start is None else min(max(start + dims[dim] if start < 0 else start, 0), dims[dim])  # type: ignore[operator]
+    stop = dims[dim] if end is None else min(max(end + dims[dim] if end < 0 else end, 0), dims[dim])  # type: ignore[operator]
+    define_reshaped(ctx, node, emit_slice(ctx, src, dim, begin, stop - begin))
+
+
+def lower_split_with_sizes(ctx: LoweringContext, node: Node) -> None:
+    src = ctx.value(node.args[0])
+    dims = ctx.dims(src)
+    sizes = list(node.args[1])  # type: ignore[arg-type]
+    dim = normalize_dim(arg(node, 2, "dim", 0), len(dims))  # type: ignore[arg-type]
+    if sum(sizes) != dims[dim] or min(sizes) < 1:
+        raise Unsupported(f"split sizes {sizes} of dim {dims[dim]}")
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    parts = [emit_slice(ctx, src, dim, start, size) for start, size in zip(starts, sizes)]
+    ctx.multi_values[node] = parts
 
 
 OP_RULES: dict[object, OpRule] = {
@@ -525,6 +597,9 @@ OP_RULES: dict[object, OpRule] = {
     aten.alias_copy.default: layout_rule(),
     aten.permute_copy.default: layout_rule(permute_dims),
     aten.transpose_copy.int: layout_rule(transpose_dims),
+    aten.select_copy.int: OpRule(lower_select, compute=False),
+    aten.slice_copy.Tensor: OpRule(lower_slice, compute=False),
+    aten.split_with_sizes_copy.default: OpRule(lower_split_with_sizes, compute=False),
     aten.expand_copy.default: OpRule(lower_expand, compute=False, users_ok=expand_users_ok),
     torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
     torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),

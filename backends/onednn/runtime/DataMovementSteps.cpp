@@ -8,7 +8,8 @@
 namespace executorch::backends::onednn {
 
 // dst dim i = src dim permutation[i]: the src bytes are read through permuted strides so one
-// reorder writes the permuted plain dst. Without a permutation it is a copy into plain layout.
+// reorder writes the permuted plain dst. With offsets, dst is the block of src starting there (a
+// slice, read through a sub-memory view). Otherwise it is a copy into plain layout.
 void build_reorder(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims src_dims = graph.dims(src);
@@ -32,10 +33,24 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str(),
         dims_string(src_dims).c_str());
     source = graph.input_view(src, view, view);
+  } else if (step.has("offsets")) {
+    const size_t rank = graph.value(src).dims.size();
+    const std::vector<int64_t> offsets = step.ints("offsets", rank);
+    bool inside = dst_dims.size() == rank;
+    for (size_t d = 0; inside && d < rank; ++d) {
+      inside = offsets[d] >= 0 && offsets[d] + dst_dims[d] <= src_dims[d];
+    }
+    ODNN_CHECK(
+        inside,
+        "dst %s at 'offsets' does not lie inside src %s",
+        dims_string(dst_dims).c_str(),
+        dims_string(src_dims).c_str());
+    const memory::dims start(offsets.begin(), offsets.end());
+    source = graph.alias(graph.plain_input(src), plain_desc(src_dims).submemory_desc(dst_dims, start));
   } else {
     ODNN_CHECK(
         src_dims == dst_dims,
-        "a reorder without permutation keeps dims: src %s, dst %s",
+        "a reorder without permutation or offsets keeps dims: src %s, dst %s",
         dims_string(src_dims).c_str(),
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
