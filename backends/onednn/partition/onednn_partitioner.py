@@ -14,6 +14,7 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from ..onednn_preprocess import EXTERNAL_WEIGHTS_SPEC
 from ..ops import KEEP_WHOLE, rule_for, unsupported_reason
 
 logger = logging.getLogger(__name__)
@@ -35,9 +36,14 @@ class _OneDnnSupport(OperatorSupportBase):
 class OneDnnPartitioner(Partitioner):
     """Partitioner of the oneDNN delegate (backend id `OneDnnBackend`)."""
 
-    def __init__(self, compile_specs: list[CompileSpec] | None = None) -> None:
+    def __init__(self, compile_specs: list[CompileSpec] | None = None, external_weights: str | None = None) -> None:
+        """external_weights: put the weights in the external data file `<external_weights>.ptd`
+        (written by `ExecutorchProgramManager.write_tensor_data_to_file`) instead of the .pte."""
         super().__init__()
-        self.delegation_spec = DelegationSpec("OneDnnBackend", list(compile_specs or []))
+        specs = list(compile_specs or [])
+        if external_weights is not None:
+            specs.append(CompileSpec(EXTERNAL_WEIGHTS_SPEC, external_weights.encode()))
+        self.delegation_spec = DelegationSpec("OneDnnBackend", specs)
         # Node name -> why it was left to ExecuTorch, from the last partition() call.
         self.rejections: dict[str, str] = {}
 
