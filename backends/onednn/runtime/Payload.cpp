@@ -52,6 +52,18 @@ class ByteReader {
         kMaxStringLength);
     require(length, what);
     std::string result(reinterpret_cast<const char*>(data_ + offset_), length);
+    // Keys and names are printable ASCII; anything else is corruption, and quoting it in a log
+    // line would hand undecodable bytes to whoever prints the log (Python aborts on them).
+    for (size_t i = 0; i < result.size(); ++i) {
+      const unsigned char byte = static_cast<unsigned char>(result[i]);
+      ODNN_CHECK(
+          byte >= 0x20 && byte < 0x7f,
+          "%s: byte %zu of the string at offset %zu is not printable ASCII (0x%02x)",
+          what,
+          i,
+          offset_,
+          byte);
+    }
     offset_ += length;
     return result;
   }

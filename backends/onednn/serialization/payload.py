@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TypeVar
 
 import torch
 
@@ -12,6 +14,7 @@ from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, Step
 
 MAX_STRING = 1024
 MAX_ATTR_COUNT = 4096
+E = TypeVar("E", bound=IntEnum)
 
 
 class PayloadError(ValueError):
@@ -92,6 +95,8 @@ class _Writer:
         self.parts.append(struct.pack(f"<{len(vs)}I", *vs))
 
     def string(self, s: str) -> None:
+        if not (s.isascii() and s.isprintable()):
+            raise PayloadError(f"string {s!r} is not printable ASCII")
         data = s.encode()
         if len(data) > MAX_STRING:
             raise PayloadError(f"string of {len(data)} bytes exceeds {MAX_STRING}")
@@ -166,9 +171,19 @@ class _Reader:
         end = self.offset + length
         if end > len(self.data):
             raise PayloadError("truncated string")
-        text = self.data[self.offset : end].decode()
+        raw = self.data[self.offset : end]
+        if not all(0x20 <= byte < 0x7F for byte in raw):
+            raise PayloadError(f"string at offset {self.offset} is not printable ASCII")
+        text = raw.decode()
         self.offset = end
         return text
+
+
+def _enum(enum: type[E], code: int) -> E:
+    try:
+        return enum(code)
+    except ValueError:
+        raise PayloadError(f"unknown {enum.__name__} {code}") from None
 
 
 def deserialize(data: bytes) -> Graph:
@@ -191,10 +206,10 @@ def deserialize(data: bytes) -> Graph:
             raise PayloadError(f"rank {rank} exceeds {MAX_RANK}")
         dims = reader.take(f"<{rank}q")
         key = reader.string() if is_constant else None
-        graph.values.append(Value(DType(dtype), tuple(dims), key))
+        graph.values.append(Value(_enum(DType, dtype), tuple(dims), key))
     for _ in range(n_steps):
         (kind,) = reader.take("<I")
-        step = Step(StepKind(kind), reader.u32s(), reader.u32s())
+        step = Step(_enum(StepKind, kind), reader.u32s(), reader.u32s())
         (n_attrs,) = reader.take("<I")
         for _ in range(n_attrs):
             name = reader.string()

@@ -1,0 +1,406 @@
+"""Every op in OP_RULES: nn.Module -> .pte -> run through OneDnnBackend -> compare with eager."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+from executorch.backends.onednn.ops.rules import OP_RULES
+from tester import DEFAULT_TOLERANCE, op_name, run_and_compare
+from torch import nn
+from torch.nn import functional as F
+
+
+class Fn(nn.Module):
+    """Wraps a function of the inputs (and of this module's parameters) as a module to export."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor], **modules: nn.Module) -> None:
+        super().__init__()
+        self.fn = fn
+        self.parts = nn.ModuleDict(modules)
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return self.fn(self, *xs)
+
+
+@dataclass(frozen=True)
+class OpCase:
+    id: str
+    model: Callable[[], nn.Module]
+    shapes: tuple[tuple[int, ...], ...]
+    # Ops ('aten::convolution') that must end up inside the delegate.
+    ops: tuple[str, ...]
+    tolerance: float = DEFAULT_TOLERANCE
+    # Inputs drawn from this range instead of a normal distribution (log, sqrt need positives).
+    positive: bool = False
+
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        generator = torch.Generator().manual_seed(0)
+        if self.positive:
+            return tuple(torch.rand(s, generator=generator) * 4 + 0.1 for s in self.shapes)
+        return tuple(torch.randn(s, generator=generator) for s in self.shapes)
+
+
+def fn(f: Callable[..., torch.Tensor], **modules: nn.Module) -> Callable[[], nn.Module]:
+    return lambda: Fn(f, **modules)
+
+
+def module(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        torch.manual_seed(0)
+        m = factory()
+        for sub in m.modules():
+            if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                with torch.no_grad():
+                    sub.running_mean.uniform_(-0.5, 0.5)
+                    sub.running_var.uniform_(0.5, 2.0)
+                    sub.weight.uniform_(0.5, 1.5)
+                    sub.bias.uniform_(-0.5, 0.5)
+        return m
+
+    return build
+
+
+def seq(*layers: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    return module(lambda: nn.Sequential(*(layer() for layer in layers)))
+
+
+CONV = "aten::convolution"
+IMG = (2, 4, 9, 9)
+
+CONVOLUTION = [
+    OpCase("conv1d", module(lambda: nn.Conv1d(4, 6, 3)), ((2, 4, 16),), (CONV,)),
+    OpCase(
+        "conv1d_stride_pad_dilation",
+        module(lambda: nn.Conv1d(4, 6, 3, stride=2, padding=2, dilation=2)),
+        ((2, 4, 17),),
+        (CONV,),
+    ),
+    OpCase("conv1d_groups_no_bias", module(lambda: nn.Conv1d(4, 8, 3, groups=2, bias=False)), ((2, 4, 16),), (CONV,)),
+    OpCase("conv2d", module(lambda: nn.Conv2d(4, 8, 3)), (IMG,), (CONV,)),
+    OpCase("conv2d_stride2_pad1", module(lambda: nn.Conv2d(4, 8, 3, stride=2, padding=1)), (IMG,), (CONV,)),
+    OpCase(
+        "conv2d_asymmetric", module(lambda: nn.Conv2d(4, 8, (3, 1), stride=(2, 1), padding=(1, 0))), (IMG,), (CONV,)
+    ),
+    OpCase("conv2d_dilation2", module(lambda: nn.Conv2d(4, 8, 3, padding=2, dilation=2)), (IMG,), (CONV,)),
+    OpCase("conv2d_groups2", module(lambda: nn.Conv2d(4, 8, 3, padding=1, groups=2)), (IMG,), (CONV,)),
+    OpCase("conv2d_depthwise", module(lambda: nn.Conv2d(4, 4, 3, padding=1, groups=4)), (IMG,), (CONV,)),
+    OpCase("conv2d_depthwise_multiplier2_stride2", module(lambda: nn.Conv2d(4, 8, 3, 2, 1, groups=4)), (IMG,), (CONV,)),
+    OpCase("conv2d_1x1_no_bias", module(lambda: nn.Conv2d(4, 16, 1, bias=False)), (IMG,), (CONV,)),
+    OpCase("conv_transpose2d", module(lambda: nn.ConvTranspose2d(4, 6, 3)), (IMG,), (CONV,)),
+    OpCase("conv_transpose2d_stride2", module(lambda: nn.ConvTranspose2d(4, 6, 2, stride=2)), (IMG,), (CONV,)),
+    OpCase(
+        "conv_transpose2d_stride2_pad1_output_padding1",
+        module(lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)),
+        (IMG,),
+        (CONV,),
+    ),
+    OpCase(
+        "conv_transpose2d_groups2", module(lambda: nn.ConvTranspose2d(4, 8, 3, stride=2, groups=2)), (IMG,), (CONV,)
+    ),
+    OpCase(
+        "conv_transpose2d_dilation2",
+        module(lambda: nn.ConvTranspose2d(4, 6, 3, dilation=2, bias=False)),
+        (IMG,),
+        (CONV,),
+    ),
+]
+
+MATMUL = [
+    OpCase("linear", module(lambda: nn.Linear(16, 24)), ((5, 16),), ("aten::linear",)),
+    OpCase("linear_no_bias", module(lambda: nn.Linear(16, 24, bias=False)), ((5, 16),), ("aten::linear",)),
+    OpCase("linear_3d_input", module(lambda: nn.Linear(16, 24)), ((2, 5, 16),), ("aten::linear",)),
+    OpCase(
+        "addmm",
+        fn(lambda m, x: torch.addmm(m.parts.b.bias, x, m.parts.b.weight.t()), b=nn.Linear(16, 8)),
+        ((5, 16),),
+        ("aten::addmm",),
+    ),
+    OpCase("mm", fn(lambda m, a, b: torch.mm(a, b)), ((5, 16), (16, 7)), ("aten::mm",)),
+    OpCase("bmm", fn(lambda m, a, b: torch.bmm(a, b)), ((3, 5, 16), (3, 16, 7)), ("aten::bmm",)),
+    OpCase("matmul_3d_by_2d", fn(lambda m, a, b: torch.matmul(a, b)), ((3, 5, 16), (16, 7)), ()),
+    OpCase("matmul_4d_batched", fn(lambda m, a, b: a @ b), ((2, 3, 5, 16), (2, 3, 16, 7)), ("aten::bmm",)),
+]
+
+BN = "aten::_native_batch_norm_legit_no_training"
+NORMALIZATION = [
+    OpCase("batch_norm2d_standalone", module(lambda: nn.BatchNorm2d(4)), (IMG,), (BN,)),
+    OpCase("batch_norm1d_standalone", module(lambda: nn.BatchNorm1d(4)), ((3, 4, 10),), (BN,)),
+    OpCase(
+        "batch_norm_folded_into_conv", seq(lambda: nn.Conv2d(4, 8, 3), lambda: nn.BatchNorm2d(8)), (IMG,), (BN, CONV)
+    ),
+    OpCase(
+        "batch_norm_folded_conv_no_bias_relu",
+        seq(lambda: nn.Conv2d(4, 8, 3, bias=False), lambda: nn.BatchNorm2d(8), nn.ReLU),
+        (IMG,),
+        (BN, CONV, "aten::relu"),
+    ),
+    OpCase("layer_norm", module(lambda: nn.LayerNorm(16)), ((3, 5, 16),), ("aten::native_layer_norm",)),
+    OpCase(
+        "layer_norm_no_affine",
+        module(lambda: nn.LayerNorm(16, elementwise_affine=False)),
+        ((4, 16),),
+        ("aten::native_layer_norm",),
+    ),
+    OpCase("softmax_last_dim", fn(lambda m, x: torch.softmax(x, -1)), ((3, 5, 16),), ("aten::_softmax",)),
+    OpCase("softmax_dim1", fn(lambda m, x: torch.softmax(x, 1)), ((3, 5, 16),), ("aten::_softmax",)),
+    OpCase("log_softmax", fn(lambda m, x: torch.log_softmax(x, -1)), ((3, 5, 16),), ("aten::_log_softmax",)),
+    OpCase("log_softmax_dim0", fn(lambda m, x: torch.log_softmax(x, 0)), ((3, 5, 16),), ("aten::_log_softmax",)),
+]
+
+T2 = ((3, 4, 5),)
+ELTWISE = [
+    OpCase("relu", fn(lambda m, x: torch.relu(x)), T2, ("aten::relu",)),
+    OpCase("relu6", fn(lambda m, x: F.relu6(x * 4)), T2, ("aten::hardtanh",)),
+    OpCase("hardtanh", fn(lambda m, x: F.hardtanh(x, -0.5, 0.7)), T2, ("aten::hardtanh",)),
+    OpCase("clamp_min_max", fn(lambda m, x: torch.clamp(x, -0.3, 0.6)), T2, ("aten::clamp",)),
+    OpCase("clamp_min_only", fn(lambda m, x: torch.clamp(x, min=0.1)), T2, ("aten::clamp",)),
+    OpCase("clamp_max_only", fn(lambda m, x: torch.clamp(x, max=0.1)), T2, ("aten::clamp",)),
+    OpCase("gelu_erf", fn(lambda m, x: F.gelu(x)), T2, ("aten::gelu",)),
+    OpCase("gelu_tanh", fn(lambda m, x: F.gelu(x, approximate="tanh")), T2, ("aten::gelu",)),
+    OpCase("silu", fn(lambda m, x: F.silu(x)), T2, ("aten::silu",)),
+    OpCase("sigmoid", fn(lambda m, x: torch.sigmoid(x)), T2, ("aten::sigmoid",)),
+    OpCase("tanh", fn(lambda m, x: torch.tanh(x)), T2, ("aten::tanh",)),
+    OpCase("hardswish", fn(lambda m, x: F.hardswish(x * 4)), T2, ("aten::hardswish",)),
+    OpCase("hardsigmoid", fn(lambda m, x: F.hardsigmoid(x * 4)), T2, ("aten::hardsigmoid",)),
+    OpCase("leaky_relu", fn(lambda m, x: F.leaky_relu(x, 0.2)), T2, ("aten::leaky_relu",)),
+    OpCase("leaky_relu_default_slope", fn(lambda m, x: F.leaky_relu(x)), T2, ("aten::leaky_relu",)),
+    OpCase("elu", fn(lambda m, x: F.elu(x, alpha=0.7)), T2, ("aten::elu",)),
+    OpCase("exp", fn(lambda m, x: torch.exp(x)), T2, ("aten::exp",)),
+    OpCase("log", fn(lambda m, x: torch.log(x)), T2, ("aten::log",), positive=True),
+    OpCase("sqrt", fn(lambda m, x: torch.sqrt(x)), T2, ("aten::sqrt",), positive=True),
+    OpCase("rsqrt", fn(lambda m, x: torch.rsqrt(x)), T2, ("aten::rsqrt",), positive=True),
+    OpCase("reciprocal", fn(lambda m, x: torch.reciprocal(x)), T2, ("aten::reciprocal",), positive=True),
+    OpCase("abs", fn(lambda m, x: torch.abs(x)), T2, ("aten::abs",)),
+    OpCase("neg", fn(lambda m, x: -x), T2, ("aten::neg",)),
+    OpCase("pow_scalar_exponent", fn(lambda m, x: torch.pow(x, 3)), T2, ("aten::pow",)),
+    OpCase("pow_fractional_exponent", fn(lambda m, x: x**1.5), T2, ("aten::pow",), positive=True),
+]
+
+BINARY = [
+    OpCase("add_same_shape", fn(lambda m, a, b: a + b), ((3, 4, 5), (3, 4, 5)), ("aten::add",)),
+    OpCase("add_broadcast_right", fn(lambda m, a, b: a + b), ((3, 4, 5), (4, 1)), ("aten::add",)),
+    OpCase("add_broadcast_left", fn(lambda m, a, b: a + b), ((4, 1), (3, 4, 5)), ("aten::add",)),
+    OpCase("add_scalar", fn(lambda m, x: x + 2.5), T2, ("aten::add",)),
+    OpCase("add_scalar_left", fn(lambda m, x: 2.5 + x), T2, ("aten::add",)),
+    OpCase("add_scalar_overload", fn(lambda m, x: torch.ops.aten.add.Scalar(x, 1.5)), T2, ("aten::add",)),
+    OpCase("sub_same_shape", fn(lambda m, a, b: a - b), ((3, 4, 5), (3, 4, 5)), ("aten::sub",)),
+    OpCase("sub_broadcast_right", fn(lambda m, a, b: a - b), ((3, 4, 5), (5,)), ("aten::sub",)),
+    OpCase("sub_broadcast_left", fn(lambda m, a, b: a - b), ((5,), (3, 4, 5)), ("aten::sub",)),
+    OpCase("sub_scalar", fn(lambda m, x: x - 0.5), T2, ("aten::sub",)),
+    OpCase("sub_from_scalar", fn(lambda m, x: 0.5 - x), T2, ("aten::sub",)),
+    OpCase("mul_same_shape", fn(lambda m, a, b: a * b), ((3, 4, 5), (3, 4, 5)), ("aten::mul",)),
+    OpCase("mul_broadcast_right", fn(lambda m, a, b: a * b), ((3, 4, 5), (3, 1, 5)), ("aten::mul",)),
+    OpCase("mul_broadcast_left", fn(lambda m, a, b: a * b), ((1, 4, 1), (3, 4, 5)), ("aten::mul",)),
+    OpCase("mul_scalar", fn(lambda m, x: x * 3.0), T2, ("aten::mul",)),
+    OpCase("mul_scalar_overload", fn(lambda m, x: torch.ops.aten.mul.Scalar(x, -2.0)), T2, ("aten::mul",)),
+    OpCase("div_same_shape", fn(lambda m, a, b: a / b), ((3, 4, 5), (3, 4, 5)), ("aten::div",), positive=True),
+    OpCase("div_broadcast_right", fn(lambda m, a, b: a / b), ((3, 4, 5), (4, 1)), ("aten::div",), positive=True),
+    OpCase("div_scalar", fn(lambda m, x: x / 4.0), T2, ("aten::div",)),
+    OpCase("div_scalar_overload", fn(lambda m, x: torch.ops.aten.div.Scalar(x, 3.0)), T2, ("aten::div",)),
+    # Export rewrites c / x as reciprocal(x) * c.
+    OpCase("scalar_div_by_tensor", fn(lambda m, x: 2.0 / x), T2, ("aten::reciprocal", "aten::mul"), positive=True),
+    OpCase("sub_scalar_overload", fn(lambda m, x: torch.ops.aten.sub.Scalar(x, 0.25)), T2, ("aten::sub",)),
+    OpCase("maximum", fn(lambda m, a, b: torch.maximum(a, b)), ((3, 4, 5), (3, 4, 5)), ("aten::maximum",)),
+    OpCase("minimum_broadcast", fn(lambda m, a, b: torch.minimum(a, b)), ((3, 4, 5), (1, 5)), ("aten::minimum",)),
+    OpCase(
+        "add_constant_buffer",
+        fn(lambda m, x: x + m.parts.b.weight, b=nn.Linear(5, 4)),
+        T2,
+        ("aten::add",),
+    ),
+    OpCase(
+        "expand_feeding_add",
+        fn(lambda m, a, b: a.expand(3, 4, 5) + b),
+        ((1, 4, 5), (3, 4, 5)),
+        ("aten::expand_copy", "aten::add"),
+    ),
+    OpCase(
+        "expand_feeding_mul_on_right",
+        fn(lambda m, a, b: b * a.expand(3, 4, 5)),
+        ((4, 1), (3, 4, 5)),
+        ("aten::expand_copy", "aten::mul"),
+    ),
+]
+
+POOLING = [
+    OpCase("max_pool2d_2x2", fn(lambda m, x: F.max_pool2d(x, 2)), ((2, 4, 8, 8),), ("aten::max_pool2d_with_indices",)),
+    # Floor mode on an odd size: the last input row and column are never read.
+    OpCase(
+        "max_pool2d_floor_odd_input", fn(lambda m, x: F.max_pool2d(x, 2)), (IMG,), ("aten::max_pool2d_with_indices",)
+    ),
+    OpCase(
+        "max_pool2d_3x3_stride2_pad1",
+        fn(lambda m, x: F.max_pool2d(x, 3, 2, 1)),
+        (IMG,),
+        ("aten::max_pool2d_with_indices",),
+    ),
+    OpCase(
+        "max_pool2d_ceil_mode",
+        fn(lambda m, x: F.max_pool2d(x, 2, ceil_mode=True)),
+        (IMG,),
+        ("aten::max_pool2d_with_indices",),
+    ),
+    OpCase(
+        "max_pool2d_ceil_mode_pad1_stride2",
+        fn(lambda m, x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True)),
+        ((2, 4, 10, 10),),
+        ("aten::max_pool2d_with_indices",),
+    ),
+    OpCase(
+        "max_pool2d_dilation2",
+        fn(lambda m, x: F.max_pool2d(x, 2, 1, dilation=2)),
+        (IMG,),
+        ("aten::max_pool2d_with_indices",),
+    ),
+    OpCase("avg_pool2d", fn(lambda m, x: F.avg_pool2d(x, 3)), (IMG,), ("aten::avg_pool2d",)),
+    OpCase(
+        "avg_pool2d_pad_count_include_pad",
+        fn(lambda m, x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=True)),
+        (IMG,),
+        ("aten::avg_pool2d",),
+    ),
+    OpCase(
+        "avg_pool2d_pad_exclude_pad",
+        fn(lambda m, x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)),
+        (IMG,),
+        ("aten::avg_pool2d",),
+    ),
+    OpCase(
+        "avg_pool2d_ceil_mode_exclude_pad",
+        fn(lambda m, x: F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False)),
+        (IMG,),
+        ("aten::avg_pool2d",),
+    ),
+    # Export turns a 1x1 adaptive average pool into a mean over H and W.
+    OpCase("adaptive_avg_pool2d_1x1", fn(lambda m, x: F.adaptive_avg_pool2d(x, 1)), (IMG,), ("aten::mean",)),
+    OpCase(
+        "adaptive_avg_pool2d_3x3", fn(lambda m, x: F.adaptive_avg_pool2d(x, 3)), (IMG,), ("aten::_adaptive_avg_pool2d",)
+    ),
+    OpCase("mean_spatial_keepdim", fn(lambda m, x: x.mean((2, 3), keepdim=True)), (IMG,), ("aten::mean",)),
+    OpCase("mean_spatial", fn(lambda m, x: x.mean((-2, -1))), (IMG,), ("aten::mean",)),
+    OpCase("sum_last_dim", fn(lambda m, x: x.sum(-1)), (IMG,), ("aten::sum",)),
+    OpCase("amax_dim1_keepdim", fn(lambda m, x: x.amax(1, keepdim=True)), (IMG,), ("aten::amax",)),
+    OpCase("amin_dims", fn(lambda m, x: x.amin((1, 2))), (IMG,), ("aten::amin",)),
+]
+
+RESAMPLING = [
+    OpCase("cat_dim1", fn(lambda m, a, b: torch.cat([a, b], 1)), ((2, 3, 4), (2, 5, 4)), ("aten::cat",)),
+    OpCase("cat_last_dim_three", fn(lambda m, a, b: torch.cat([a, b, a], -1)), ((2, 3, 4), (2, 3, 2)), ("aten::cat",)),
+    OpCase("constant_pad", fn(lambda m, x: F.pad(x, (1, 2, 0, 3), value=0.5)), (IMG,), ("aten::constant_pad_nd",)),
+    OpCase("constant_pad_last_dim", fn(lambda m, x: F.pad(x, (2, 1))), ((3, 4, 5),), ("aten::constant_pad_nd",)),
+    OpCase(
+        "upsample_nearest_x2",
+        fn(lambda m, x: F.interpolate(x, scale_factor=2, mode="nearest")),
+        (IMG,),
+        ("aten::upsample_nearest2d",),
+    ),
+    OpCase(
+        "upsample_nearest_size_3x",
+        fn(lambda m, x: F.interpolate(x, size=(27, 18), mode="nearest")),
+        (IMG,),
+        ("aten::upsample_nearest2d",),
+    ),
+    OpCase(
+        "upsample_bilinear_x2",
+        fn(lambda m, x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)),
+        (IMG,),
+        ("aten::upsample_bilinear2d",),
+    ),
+    OpCase(
+        "upsample_bilinear_size",
+        fn(lambda m, x: F.interpolate(x, size=(13, 20), mode="bilinear", align_corners=False)),
+        (IMG,),
+        ("aten::upsample_bilinear2d",),
+    ),
+]
+
+# Layout ops alone are never delegated (see test_partitioner), so each feeds a compute op here.
+LAYOUT = [
+    OpCase("view", fn(lambda m, x: torch.relu(x.view(3, 20))), T2, ("aten::view_copy",)),
+    OpCase("reshape", fn(lambda m, x: torch.relu(x).reshape(5, 12)), T2, ("aten::view_copy",)),
+    OpCase("permute", fn(lambda m, x: torch.relu(x.permute(2, 0, 1))), T2, ("aten::permute_copy",)),
+    OpCase("permute_negative_dims", fn(lambda m, x: torch.relu(x).permute(-1, -3, -2)), T2, ("aten::permute_copy",)),
+    OpCase("transpose", fn(lambda m, x: torch.relu(x.transpose(0, 2))), T2, ("aten::permute_copy",)),
+    OpCase("squeeze_dim", fn(lambda m, x: torch.relu(x.squeeze(1))), ((3, 1, 5),), ("aten::squeeze_copy",)),
+    OpCase("squeeze_all", fn(lambda m, x: torch.relu(x.squeeze())), ((3, 1, 5, 1),), ("aten::squeeze_copy",)),
+    OpCase(
+        "squeeze_copy_dim",
+        fn(lambda m, x: torch.ops.aten.squeeze_copy.dim(torch.relu(x), 1)),
+        ((3, 1, 5),),
+        ("aten::squeeze_copy",),
+    ),
+    OpCase(
+        "squeeze_copy_default",
+        fn(lambda m, x: torch.ops.aten.squeeze_copy.default(torch.relu(x))),
+        ((3, 1, 5),),
+        ("aten::squeeze_copy",),
+    ),
+    OpCase("select", fn(lambda m, x: torch.relu(x[:, 1])), T2, ("aten::select_copy",)),
+    OpCase("select_negative_index", fn(lambda m, x: torch.relu(x)[..., -1]), T2, ("aten::select_copy",)),
+    OpCase("slice", fn(lambda m, x: torch.relu(x[:, 1:3])), T2, ("aten::slice_copy",)),
+    OpCase("slice_open_end_last_dim", fn(lambda m, x: torch.relu(x)[..., 2:]), T2, ("aten::slice_copy",)),
+    OpCase(
+        "split_with_sizes",
+        fn(lambda m, x: torch.cat([torch.relu(p) for p in torch.split(x, [1, 3], dim=1)][::-1], 1)),
+        T2,
+        ("aten::split_with_sizes_copy",),
+    ),
+    OpCase("unsqueeze", fn(lambda m, x: torch.relu(x).unsqueeze(1)), T2, ("aten::unsqueeze_copy",)),
+    OpCase("flatten", fn(lambda m, x: torch.relu(torch.flatten(x, 1))), (IMG,), ("aten::view_copy",)),
+    OpCase("clone", fn(lambda m, x: torch.relu(x).clone() + 1), T2, ("dim_order_ops::_clone_dim_order",)),
+    OpCase("alias_copy", fn(lambda m, x: torch.ops.aten.alias_copy.default(torch.relu(x))), T2, ("aten::alias_copy",)),
+    OpCase(
+        "aten_clone_between_computes",
+        fn(lambda m, x: torch.ops.aten.clone.default(torch.relu(x)) * 2),
+        T2,
+        ("dim_order_ops::_clone_dim_order", "aten::mul"),
+    ),
+    OpCase(
+        "int_constant_cast_to_float",
+        fn(lambda m, x: x + m.table.to(torch.float32)),
+        T2,
+        ("aten::add", "dim_order_ops::_to_dim_order_copy"),
+    ),
+]
+
+
+def _with_int_table(case: OpCase) -> OpCase:
+    """The cast case needs an int64 buffer on the module: constants of any dtype fold ahead of time."""
+
+    def build() -> nn.Module:
+        m = case.model()
+        m.register_buffer("table", torch.arange(20).reshape(4, 5))
+        return m
+
+    return OpCase(case.id, build, case.shapes, case.ops, case.tolerance, case.positive)
+
+
+LAYOUT = [_with_int_table(c) if c.id == "int_constant_cast_to_float" else c for c in LAYOUT]
+
+CASES = CONVOLUTION + MATMUL + NORMALIZATION + ELTWISE + BINARY + POOLING + RESAMPLING + LAYOUT
+
+
+# Rules that torch.export + to_edge never hand to the partitioner as such (kept for other front ends).
+UNREACHABLE_FROM_EXPORT = {
+    "aten::transpose_copy": "export turns transpose into permute_copy",
+    "aten::clone": "to_edge turns clone into dim_order_ops::_clone_dim_order",
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_op_is_delegated_and_matches_eager(case: OpCase) -> None:
+    outcome = run_and_compare(case.id, case.model(), case.inputs(), case.tolerance)
+    outcome.assert_delegated()
+    missing = set(case.ops) - outcome.lowered.delegated_ops
+    assert not missing, f"{case.id}: {sorted(missing)} not inside the delegate ({outcome.lowered.describe()})"
+    outcome.assert_matches()
+
+
+def test_every_rule_has_an_op_case() -> None:
+    """A row added to OP_RULES without a test case here fails this test."""
+    covered = {op for case in CASES for op in case.ops}
+    rule_names = {op_name(target) for target in OP_RULES} - {"getitem"} - set(UNREACHABLE_FROM_EXPORT)
+    assert not rule_names - covered, f"OP_RULES entries without an op case: {sorted(rule_names - covered)}"
