@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
+import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
-from .context import LoweringContext, Unsupported, aten_op, static_dims
+from .context import SUPPORTED_DTYPES, ConstantEvaluator, LoweringContext, Unsupported, aten_op, static_dims
 from .rules import KEEP_WHOLE, OP_RULES, OpRule
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
@@ -19,8 +22,26 @@ def rule_for(node: Node) -> OpRule | None:
     return OP_RULES.get(aten_op(node.target))
 
 
+@functools.lru_cache(maxsize=4)
+def constant_evaluator(ep: ExportedProgram) -> ConstantEvaluator:
+    return ConstantEvaluator(ep)
+
+
+def is_folded_constant(ep: ExportedProgram, node: Node) -> bool:
+    """The node computes a constant from constants only: preprocess folds it ahead of time."""
+    return node.op == "call_function" and constant_evaluator(ep).evaluate(node) is not None
+
+
 def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
     """Why the runtime cannot run this node exactly as exported; None when it can."""
+    if is_folded_constant(ep, node):
+        value = constant_evaluator(ep).evaluate(node)
+        if isinstance(value, torch.Tensor) and value.dtype in SUPPORTED_DTYPES:
+            return None
+        # Other dtypes exist only inside the delegate: every user must be taken too.
+        if all(unsupported_reason(ep, user) is None for user in node.users):
+            return None
+        return f"{node.name} folds to a {type(value).__name__} that an undelegated user needs"
     rule = rule_for(node)
     if rule is None:
         return f"no oneDNN rule for {node.target}"
@@ -43,6 +64,8 @@ def lower_program(ep: ExportedProgram) -> Graph:
         if node.op == "placeholder" and node.name in user_inputs:
             ctx.value(node)
         elif node.op == "call_function":
+            if ctx.constants.evaluate(node) is not None:
+                continue  # folded into a constant when a step reads it
             rule = rule_for(node)
             if rule is None:
                 raise Unsupported(f"no oneDNN rule for {node.target} ({node.name})")

@@ -67,6 +67,46 @@ def constant_placeholder_tensor(ep: ExportedProgram, node: Node) -> torch.Tensor
     return None
 
 
+# Subgraphs computing constants (a causal mask from arange/where, ...) are folded ahead of time up to
+# this many bytes per folded tensor.
+MAX_FOLDED_BYTES = 64 << 20
+
+
+class ConstantEvaluator:
+    """Evaluates nodes that depend only on constants, with real tensors, once each."""
+
+    def __init__(self, ep: ExportedProgram) -> None:
+        self.ep = ep
+        self.results: dict[Node, object] = {}
+
+    def evaluate(self, node: Node) -> object | None:
+        """The node's value, or None when it depends on a user input or cannot be folded."""
+        if node in self.results:
+            return self.results[node]
+        result = self._compute(node)
+        self.results[node] = result
+        return result
+
+    def _compute(self, node: Node) -> object | None:
+        if node.op == "placeholder":
+            return constant_placeholder_tensor(self.ep, node)
+        if node.op != "call_function" or not callable(node.target):
+            return None
+        op = aten_op(node.target)
+        if isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags:
+            return None
+        evaluated = {arg: self.evaluate(arg) for arg in node.all_input_nodes}
+        if any(value is None for value in evaluated.values()):
+            return None
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda arg: evaluated[arg])
+        with torch.no_grad():
+            result = node.target(*args, **kwargs)
+        tensors = result if isinstance(result, (tuple, list)) else [result]
+        if any(isinstance(t, torch.Tensor) and t.nbytes > MAX_FOLDED_BYTES for t in tensors):
+            return None
+        return result
+
+
 class LoweringContext:
     """Builds a payload Graph node by node.
 
@@ -76,6 +116,7 @@ class LoweringContext:
 
     def __init__(self, ep: ExportedProgram) -> None:
         self.ep = ep
+        self.constants = ConstantEvaluator(ep)
         self.graph = Graph()
         self.node_values: dict[Node, int] = {}
         # Ops with several tensor results (split): node -> one value per result.
@@ -86,8 +127,8 @@ class LoweringContext:
             raise Unsupported(f"expected a tensor operand, got {node!r}")
         if node in self.node_values:
             return self.node_values[node]
-        tensor = constant_placeholder_tensor(self.ep, node)
-        if tensor is not None:
+        tensor = self.constants.evaluate(node)
+        if isinstance(tensor, torch.Tensor):
             if tensor.dtype not in SUPPORTED_DTYPES:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
@@ -98,8 +139,9 @@ class LoweringContext:
         return value_id
 
     def constant_node_data(self, node: object) -> torch.Tensor | None:
-        """A parameter, buffer or lifted constant of any dtype, for folding ahead of time."""
-        return constant_placeholder_tensor(self.ep, node) if isinstance(node, Node) else None
+        """The node's value when it is computable ahead of time (any dtype)."""
+        value = self.constants.evaluate(node) if isinstance(node, Node) else None
+        return value if isinstance(value, torch.Tensor) else None
 
     def optional_value(self, node: object) -> int | None:
         return None if node is None else self.value(node)

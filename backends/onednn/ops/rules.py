@@ -6,6 +6,7 @@ execute exactly, and the partitioner runs it on each candidate node before claim
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
-from .context import LoweringContext, Unsupported, aten_op, static_dims
+from .context import LoweringContext, Unsupported, aten_op, fake_tensor, static_dims
 
 aten = torch.ops.aten
 FLOAT_MAX = 3.4028234663852886e38
@@ -316,6 +317,78 @@ def softmax_rule(log: bool) -> OpRule:
     return OpRule(lower)
 
 
+# --- safe softmax: the fully-masked-row guard of decomposed attention ----------------------------
+# where(logical_not(any(logical_not(eq(x, -inf)), dim)), full_like(s, 0), s) with s = softmax(x, dim):
+# one SOFTMAX step that zeroes rows whose inputs are all -inf. The guard's boolean nodes lower to
+# nothing; they are claimed only as part of the whole pattern.
+@dataclass(frozen=True)
+class SafeSoftmax:
+    where: Node
+    softmax: Node
+    members: frozenset[Node]
+
+
+def _is(node: object, target: object) -> bool:
+    return isinstance(node, Node) and node.op == "call_function" and aten_op(node.target) == target
+
+
+def match_safe_softmax(where: Node) -> SafeSoftmax | None:
+    if not _is(where, aten.where.self) or len(where.args) != 3:
+        return None
+    keep_zero, fill, softmax = where.args
+    if not (_is(softmax, aten._softmax.default) and _is(fill, aten.full_like.default) and fill.args[1:] == (0,)):
+        return None
+    if not (_is(keep_zero, aten.logical_not.default) and _is(keep_zero.args[0], aten.any.dim)):
+        return None
+    any_unmasked = keep_zero.args[0]
+    unmasked = any_unmasked.args[0]
+    if not (_is(unmasked, aten.logical_not.default) and _is(unmasked.args[0], aten.eq.Scalar)):
+        return None
+    is_masked = unmasked.args[0]
+    x, dim = softmax.args[0], softmax.args[1]
+    if is_masked.args != (x, -math.inf) or fill.args[0] is not softmax:
+        return None
+    rank = len(fake_tensor(x).shape)  # type: ignore[arg-type]
+    if normalize_dim(any_unmasked.args[1], rank) != normalize_dim(dim, rank) or not arg(any_unmasked, 2, "keepdim"):  # type: ignore[arg-type]
+        return None
+    owners = {softmax: {fill, where}, fill: {where}, keep_zero: {where}, any_unmasked: {keep_zero}}
+    owners |= {unmasked: {any_unmasked}, is_masked: {unmasked}}
+    if any(set(node.users) != users for node, users in owners.items()):
+        return None
+    return SafeSoftmax(where, softmax, frozenset({fill, keep_zero, any_unmasked, unmasked, is_masked}))
+
+
+def lower_safe_softmax(ctx: LoweringContext, node: Node) -> None:
+    pattern = match_safe_softmax(node)
+    if pattern is None:
+        raise Unsupported("where is taken only as the fully-masked-row guard of a softmax")
+    probabilities = ctx.value(pattern.softmax)
+    for step in ctx.graph.steps:
+        if probabilities in step.outputs and step.kind == StepKind.SOFTMAX:
+            step.ints["zero_fully_masked_rows"] = [1]
+    ctx.alias(node, probabilities)
+
+
+def in_safe_softmax(node: Node, _: Callable[[Node], bool]) -> str | None:
+    """Guard nodes are taken only inside a complete safe-softmax pattern."""
+    frontier, seen = [node], set()
+    while frontier:
+        current = frontier.pop()
+        seen.add(current)
+        pattern = match_safe_softmax(current)
+        if pattern is not None and node in pattern.members:
+            return None
+        frontier.extend(user for user in current.users if user not in seen and len(seen) < 8)
+    return f"{node.name} is taken only as part of a softmax's fully-masked-row guard"
+
+
+def lower_nothing(ctx: LoweringContext, node: Node) -> None:
+    """Consumed by the pattern that contains it."""
+
+
+SAFE_SOFTMAX_GUARD = OpRule(lower_nothing, compute=False, users_ok=in_safe_softmax)
+
+
 # --- pooling and reductions -----------------------------------------------------------------------
 def emit_pooling(
     ctx: LoweringContext, node: Node, alg: PoolingAlg, kernel: object, stride: object, padding: object, dilation: object
@@ -443,6 +516,9 @@ def lower_expand(ctx: LoweringContext, node: Node) -> None:
 
 
 def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    source = node.args[0]
+    if isinstance(source, Node) and tuple(fake_tensor(source).shape) == tuple(fake_tensor(node).shape):
+        return None  # expanding to the same shape changes nothing
     if all(aten_op(u.target) in BINARY and supported(u) for u in node.users):
         return None
     return "expand is taken only when all its users are delegated binary ops that broadcast"
@@ -576,6 +652,11 @@ OP_RULES: dict[object, OpRule] = {
     aten._native_batch_norm_legit_no_training.default: OpRule(lower_batch_norm, users_ok=only_first_output_used),
     aten.native_layer_norm.default: OpRule(lower_layer_norm, users_ok=only_first_output_used),
     aten._softmax.default: softmax_rule(log=False),
+    aten.where.self: OpRule(lower_safe_softmax),
+    aten.eq.Scalar: SAFE_SOFTMAX_GUARD,
+    aten.logical_not.default: SAFE_SOFTMAX_GUARD,
+    aten.any.dim: SAFE_SOFTMAX_GUARD,
+    aten.full_like.default: SAFE_SOFTMAX_GUARD,
     aten._log_softmax.default: softmax_rule(log=True),
     aten.max_pool2d_with_indices.default: OpRule(lower_max_pool, users_ok=only_first_output_used),
     aten.avg_pool2d.default: OpRule(lower_avg_pool),

@@ -15,7 +15,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..onednn_preprocess import EXTERNAL_WEIGHTS_SPEC
-from ..ops import KEEP_WHOLE, rule_for, unsupported_reason
+from ..ops import KEEP_WHOLE, is_folded_constant, rule_for, unsupported_reason
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +57,12 @@ class OneDnnPartitioner(Partitioner):
         proposer = CapabilityBasedPartitioner(exported_program.graph_module, support, allows_single_node_partition=True)
         tags = {}
         for partition in proposer.propose_partitions():
-            rules = [rule_for(node) for node in partition.nodes]
-            if not any(rule is not None and rule.compute for rule in rules):
+            computes = [
+                rule.compute
+                for node in partition.nodes
+                if (rule := rule_for(node)) is not None and not is_folded_constant(exported_program, node)
+            ]
+            if not any(computes):
                 continue  # reshapes alone are cheaper left where they are
             tag = f"onednn_{partition.id}"
             for node in partition.nodes:

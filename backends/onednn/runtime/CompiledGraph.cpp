@@ -207,8 +207,10 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     for (size_t index = 0; index < steps_.size(); ++index) {
       const PreparedStep& step = steps_[index];
       if (step.primitive == nullptr) {
-        auto* target = static_cast<float*>(step.fill_target.get_data_handle());
-        std::fill_n(target, step.fill_count, step.fill_value);
+        const auto* source =
+            step.host_src ? static_cast<const float*>(step.host_src.get_data_handle()) : nullptr;
+        run_host_loop(
+            step.host, source, static_cast<float*>(step.host_dst.get_data_handle()), step.host_dst_count);
         continue;
       }
       const dnnl_status_t status = dnnl_primitive_execute(

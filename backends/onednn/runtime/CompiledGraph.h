@@ -11,6 +11,7 @@
 #include <executorch/runtime/core/span.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "HostLoops.h"
 #include "Payload.h"
 
 namespace executorch::backends::onednn {
@@ -37,11 +38,12 @@ class CompiledGraph {
   friend class GraphBuilder;
 
   struct PreparedStep {
-    dnnl_primitive_t primitive = nullptr; // null: fill `fill_target` with `fill_value`
+    dnnl_primitive_t primitive = nullptr; // null: run `host` on host_dst (and host_src)
     std::vector<dnnl_exec_arg_t> args;
-    dnnl::memory fill_target;
-    float fill_value = 0.0f;
-    size_t fill_count = 0;
+    HostLoop host;
+    dnnl::memory host_dst;
+    dnnl::memory host_src;
+    size_t host_dst_count = 0;
   };
   // A memory object whose data handle is the tensor at args[arg_index].
   struct Binding {

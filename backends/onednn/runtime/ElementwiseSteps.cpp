@@ -202,11 +202,18 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const dnnl::softmax_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis,
       GraphBuilder::default_attr());
+  const BufferId source = graph.plain_input(src);
+  const BufferId destination = graph.define(step.outputs[0], layout);
   graph.add_primitive(
-      dnnl::softmax_forward(pd),
-      pd,
-      {{DNNL_ARG_SRC, graph.plain_input(src)},
-       {DNNL_ARG_DST, graph.define(step.outputs[0], layout)}});
+      dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, destination}});
+  if (step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0) {
+    HostLoop rows;
+    rows.kind = HostLoop::Kind::ZeroFullyMaskedRows;
+    rows.outer = static_cast<size_t>(element_count(memory::dims(dims.begin(), dims.begin() + axis)));
+    rows.extent = static_cast<size_t>(dims[axis]);
+    rows.inner = static_cast<size_t>(element_count(memory::dims(dims.begin() + axis + 1, dims.end())));
+    graph.add_host_loop(rows, destination, source);
+  }
 }
 
 void build_resampling(const StepRecord& step, GraphBuilder& graph) {

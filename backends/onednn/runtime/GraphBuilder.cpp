@@ -202,7 +202,7 @@ void GraphBuilder::add_primitive(
   for (const auto& arg : args) {
     note_use(arg.second);
   }
-  steps_.push_back({primitive, args, pd.scratchpad_desc(), 0.0f});
+  steps_.push_back({primitive, args, pd.scratchpad_desc(), HostLoop()});
 }
 
 void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
@@ -212,8 +212,20 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
 }
 
 void GraphBuilder::add_fill(BufferId target, float value) {
-  note_use(target);
-  steps_.push_back({dnnl::primitive(), {{DNNL_ARG_DST, target}}, memory::desc(), value});
+  HostLoop fill;
+  fill.value = value;
+  add_host_loop(fill, target, kNoBuffer);
+}
+
+void GraphBuilder::add_host_loop(const HostLoop& loop, BufferId target, BufferId source) {
+  ArgList args{{DNNL_ARG_DST, target}};
+  if (source != kNoBuffer) {
+    args.emplace_back(DNNL_ARG_SRC, source);
+  }
+  for (const auto& arg : args) {
+    note_use(arg.second);
+  }
+  steps_.push_back({dnnl::primitive(), args, memory::desc(), loop});
 }
 
 // A graph output whose producer wrote plain memory of its own is written straight into the
@@ -326,10 +338,12 @@ void GraphBuilder::finish(CompiledGraph& graph) {
   for (const RecordedStep& recorded : steps_) {
     CompiledGraph::PreparedStep step;
     if (!recorded.primitive) {
-      const memory& target = memory_of(recorded.args[0].second);
-      step.fill_target = target;
-      step.fill_value = recorded.fill_value;
-      step.fill_count = target.get_desc().get_size() / sizeof(float);
+      step.host = recorded.host;
+      step.host_dst = memory_of(recorded.args[0].second);
+      if (recorded.args.size() > 1) {
+        step.host_src = memory_of(recorded.args[1].second);
+      }
+      step.host_dst_count = step.host_dst.get_desc().get_size() / sizeof(float);
       graph.steps_.push_back(std::move(step));
       continue;
     }

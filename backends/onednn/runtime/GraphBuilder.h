@@ -12,12 +12,14 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "Dims.h"
+#include "HostLoops.h"
 #include "Payload.h"
 
 namespace executorch::backends::onednn {
 
 class CompiledGraph;
 using BufferId = uint32_t;
+constexpr BufferId kNoBuffer = 0xFFFFFFFF;
 
 // Where the bytes of a buffer live.
 enum class Storage : uint8_t {
@@ -94,6 +96,8 @@ class GraphBuilder {
       const ArgList& args);
   void add_reorder(BufferId source, BufferId destination);
   void add_fill(BufferId target, float value);
+  // A loop on the calling thread writing `target` (and reading `source`, when given).
+  void add_host_loop(const HostLoop& loop, BufferId target, BufferId source);
 
   // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
   static dnnl::primitive_attr default_attr();
@@ -103,10 +107,10 @@ class GraphBuilder {
 
  private:
   struct RecordedStep {
-    dnnl::primitive primitive; // empty for a fill
+    dnnl::primitive primitive; // empty for a host loop (args: DST, then SRC if it reads one)
     ArgList args;
     memory::desc scratchpad;
-    float fill_value = 0.0f;
+    HostLoop host;
   };
   struct Conversion {
     BufferId source;
