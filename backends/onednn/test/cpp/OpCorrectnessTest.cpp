@@ -1,5 +1,6 @@
 // Each test builds a small graph, runs it through the registered backend and compares against
 // the reference loops in ReferenceOps.
+#include <limits>
 #include <cmath>
 #include <functional>
 
@@ -286,6 +287,31 @@ TEST(OpCorrectness, SoftmaxAndLogSoftmaxMatchReference) {
     expect_close(outputs[0], softmax_ref(x, dims, axis < 0 ? axis + 3 : axis, log != 0),
                  log ? "log_softmax" : "softmax");
   }
+}
+
+TEST(OpCorrectness, SoftmaxZeroesFullyMaskedRowsOnRequest) {
+  // Rows along axis 1 of [2, 4, 3]: (0, *, 1) is all -inf and must come out as zeros.
+  const std::vector<int64_t> dims = {2, 4, 3};
+  auto x = random_values(24, 31);
+  const float minus_infinity = -std::numeric_limits<float>::infinity();
+  for (int e = 0; e < 4; ++e) {
+    x[e * 3 + 1] = minus_infinity;
+  }
+  x[12 + 2 * 3 + 0] = minus_infinity; // a partly masked row stays a softmax
+  Model model;
+  const uint32_t src = model.input(dims);
+  const uint32_t dst = model.value(dims);
+  model.payload.step(
+      Kind::Softmax, {src}, {dst},
+      {ints("axis", {1}), ints("log", {0}), ints("zero_fully_masked_rows", {1})});
+  model.output(dst, dims);
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  auto expected = softmax_ref(x, dims, 1, false);
+  for (int e = 0; e < 4; ++e) {
+    expected[e * 3 + 1] = 0.0f;
+  }
+  expect_close(outputs[0], expected, "softmax with fully masked rows zeroed");
 }
 
 TEST(OpCorrectness, ReorderWithPermutationMatchesReference) {
