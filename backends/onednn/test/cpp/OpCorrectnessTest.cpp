@@ -1,8 +1,8 @@
 // Each test builds a small graph, runs it through the registered backend and compares against
 // the reference loops in ReferenceOps.
-#include <limits>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 
