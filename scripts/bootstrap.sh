@@ -22,10 +22,16 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp_dir="$venv/.onednn-stamps"
 mkdir -p "$stamp_dir"
-requirements_hash=$(sha256sum "$root/scripts/requirements.txt" | cut -d' ' -f1)
+requirements_hash=$(cat "$root/scripts/requirements.txt" "$root/scripts/requirements-headers.txt" | sha256sum | cut -d' ' -f1)
 if [[ "$(cat "$stamp_dir/requirements" 2>/dev/null)" != "$requirements_hash" ]]; then
-  echo "[bootstrap] installing pinned packages (scripts/requirements.txt)"
+  echo "[bootstrap] installing pinned packages (scripts/requirements*.txt)"
+  # The OpenMP build of oneDNN shares the path of libdnnl.so.3 with the TBB build we use.
+  if "$venv/bin/python" -m pip show -q onednn-cpu-gomp >/dev/null 2>&1; then
+    "${pip[@]}" uninstall -y onednn-cpu-gomp
+  fi
   "${pip[@]}" install -r "$root/scripts/requirements.txt"
+  "${pip[@]}" install --no-deps -r "$root/scripts/requirements-headers.txt"
+  "${pip[@]}" install --no-deps --force-reinstall -q onednn-cpu-tbb=="$(sed -n 's/^onednn-cpu-tbb==//p' "$root/scripts/requirements.txt")"
   echo "$requirements_hash" > "$stamp_dir/requirements"
 fi
 

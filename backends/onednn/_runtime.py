@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 from pathlib import Path
 
 LIBRARY_NAME = "libexecutorch_backend_onednn.so"
@@ -30,8 +29,8 @@ def load_runtime() -> ctypes.CDLL:
     # The pybindings and our library must share one libexecutorch.so, hence one backend registry.
     import executorch.extension.pybindings.portable_lib  # noqa: F401
 
-    onednn = Path(sys.prefix) / "lib" / "libdnnl.so.3"
-    if onednn.exists():
-        ctypes.CDLL(str(onednn), mode=ctypes.RTLD_GLOBAL)
-    _loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    try:
+        _loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    except OSError as error:  # e.g. libdnnl.so.3 or libtbb.so.12 not where the RPATH says
+        raise ImportError(f"cannot load {path}: {error}; see backends/onednn/setup.md") from error
     return _loaded

@@ -359,6 +359,12 @@ LAYOUT = [
         ("dim_order_ops::_clone_dim_order", "aten::mul"),
     ),
     OpCase(
+        "attention_with_safe_softmax_guard",
+        fn(lambda m, q, k, v, mask: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)),
+        ((1, 2, 4, 8), (1, 2, 5, 8), (1, 2, 5, 8), (4, 5)),
+        ("aten::_softmax", "aten::where", "aten::eq", "aten::any", "aten::logical_not", "aten::full_like"),
+    ),
+    OpCase(
         "int_constant_cast_to_float",
         fn(lambda m, x: x + m.table.to(torch.float32)),
         T2,
