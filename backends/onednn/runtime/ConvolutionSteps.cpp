@@ -97,28 +97,21 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
+  // An empty bias desc means "no bias" to oneDNN, so one constructor call serves both cases.
+  auto describe = [&](auto kind, dnnl::algorithm algorithm) {
+    using Pd = typename decltype(kind)::primitive_desc;
+    return Pd(graph.engine(), prop_kind::forward_inference, algorithm, src_any, weights_any, bias,
+              dst_any, shape.strides, shape.dilation, shape.padding_l, shape.padding_r, attr);
+  };
   dnnl::primitive primitive;
   dnnl::primitive_desc pd;
   if (!transposed) {
-    using Pd = dnnl::convolution_forward::primitive_desc;
-    auto conv = has_bias
-        ? Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-             src_any, weights_any, bias, dst_any, shape.strides, shape.dilation, shape.padding_l,
-             shape.padding_r, attr)
-        : Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-             src_any, weights_any, dst_any, shape.strides, shape.dilation, shape.padding_l,
-             shape.padding_r, attr);
+    const auto conv = describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
     primitive = dnnl::convolution_forward(conv);
     pd = conv;
   } else {
-    using Pd = dnnl::deconvolution_forward::primitive_desc;
-    auto deconv = has_bias
-        ? Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-             src_any, weights_any, bias, dst_any, shape.strides, shape.dilation, shape.padding_l,
-             shape.padding_r, attr)
-        : Pd(graph.engine(), prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-             src_any, weights_any, dst_any, shape.strides, shape.dilation, shape.padding_l,
-             shape.padding_r, attr);
+    const auto deconv =
+        describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct);
     primitive = dnnl::deconvolution_forward(deconv);
     pd = deconv;
   }

@@ -5,27 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "../../runtime/Schema.h"
+
 namespace onednn_test {
 
-enum class Kind : uint32_t {
-  Convolution = 1,
-  Deconvolution = 2,
-  Matmul = 3,
-  Eltwise = 4,
-  Binary = 5,
-  Pooling = 6,
-  Reduction = 7,
-  BatchNorm = 8,
-  LayerNorm = 9,
-  Softmax = 10,
-  Reorder = 11,
-  Reshape = 12,
-  Concat = 13,
-  Resampling = 14,
-  Pad = 15,
-};
-
-inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+// The tests speak the runtime's own codes, so a renumbering cannot leave them behind.
+using Kind = executorch::backends::onednn::StepKind;
+using executorch::backends::onednn::kNoValue;
 
 struct Attr {
   std::string name;
