@@ -81,11 +81,20 @@ class ConstantEvaluator:
 
     def evaluate(self, node: Node) -> object | None:
         """The node's value, or None when it depends on a user input or cannot be folded."""
-        if node in self.results:
-            return self.results[node]
-        result = self._compute(node)
-        self.results[node] = result
-        return result
+        # Iterative, inputs first: transformer graphs are deeper than Python's recursion limit.
+        stack = [node]
+        while stack:
+            current = stack[-1]
+            if current in self.results:
+                stack.pop()
+                continue
+            pending = [arg for arg in current.all_input_nodes if arg not in self.results]
+            if pending and current.op == "call_function":
+                stack.extend(pending)
+                continue
+            self.results[current] = self._compute(current)
+            stack.pop()
+        return self.results[node]
 
     def _compute(self, node: Node) -> object | None:
         if node.op == "placeholder":
@@ -95,7 +104,7 @@ class ConstantEvaluator:
         op = aten_op(node.target)
         if isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags:
             return None
-        evaluated = {arg: self.evaluate(arg) for arg in node.all_input_nodes}
+        evaluated = {arg: self.results[arg] for arg in node.all_input_nodes}
         if any(value is None for value in evaluated.values()):
             return None
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda arg: evaluated[arg])
