@@ -454,12 +454,18 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
             raise Unsupported("reduction with an explicit dtype")
         reduced = {normalize_dim(d, len(in_dims)) for d in dims} if dims else set(range(len(in_dims)))  # type: ignore[union-attr]
         kept = tuple(1 if i in reduced else d for i, d in enumerate(in_dims))
-        if keepdim:
-            ctx.emit(StepKind.REDUCTION, [src], [ctx.output(node)], {"alg": [alg]})
-            return
-        reduced_value = ctx.new_value(kept)
-        ctx.emit(StepKind.REDUCTION, [src], [reduced_value], {"alg": [alg]})
-        ctx.emit(StepKind.RESHAPE, [reduced_value], [ctx.output(node)])
+        reduced_value = ctx.output(node) if keepdim else ctx.new_value(kept)
+        if alg == ReductionAlg.MEAN and len(in_dims) == 4 and reduced == {2, 3}:
+            # Global average pooling: oneDNN has fast pooling kernels for every layout, while its
+            # reduction falls back to reference code on the blocked layouts convolutions leave.
+            window = list(in_dims[2:])
+            ints = {"alg": [PoolingAlg.AVG_EXCLUDE_PADDING], "kernel": window, "strides": window}
+            ints |= {"padding_l": [0, 0], "padding_r": [0, 0], "dilation": [1, 1]}
+            ctx.emit(StepKind.POOLING, [src], [reduced_value], ints)
+        else:
+            ctx.emit(StepKind.REDUCTION, [src], [reduced_value], {"alg": [alg]})
+        if not keepdim:
+            ctx.emit(StepKind.RESHAPE, [reduced_value], [ctx.output(node)])
 
     return OpRule(lower)
 
