@@ -1,0 +1,156 @@
+"""The benchmark's child processes, seen from the parent: one long-lived export process (restarted when it
+dies or hangs) and one fresh process per (model, flow) run. Both get the same thread settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from examples.onednn.benchmark_flows import Flow
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = [sys.executable, "-m", "examples.onednn.benchmark_worker"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    threads: int
+    runs: int
+    warmup: int
+    budget_s: float  # most seconds of timed runs per flow
+    slow_runs: int  # ExecuTorch without a delegate: at most this many runs, the first one included
+    slow_budget_s: float
+    timeout_s: float  # per child process, beyond its timing budget
+
+
+def _child_options(threads: int) -> dict[str, Any]:
+    """Same threads everywhere: OMP_NUM_THREADS before anything loads (torch, an OpenMP oneDNN), and with
+    fewer threads than usable cores, pinning to that many cores (bounds TBB's pool, OpenVINO's)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = cpus[:threads] if threads < len(cpus) else None
+    return {
+        "cwd": ROOT,
+        # FutureWarning: torch's pytree deprecations flood stderr, whose tail is a crash's report.
+        "env": {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore::FutureWarning"},
+        "preexec_fn": (lambda: os.sched_setaffinity(0, pin)) if pin else None,
+    }
+
+
+def _describe_exit(returncode: int, stderr: str) -> str:
+    tail = "\n".join(stderr.strip().splitlines()[-20:])
+    if returncode < 0:
+        return f"{tail}\nprocess killed by {signal.Signals(-returncode).name}".strip()
+    return tail or f"exit status {returncode}"
+
+
+def failed(stage: str, reason: str, status: str = "failed") -> dict[str, Any]:
+    return {"status": status, "stage": stage, "reason": reason}
+
+
+class ExportServer:
+    """Exports models one at a time in a child process that keeps its imports between models."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        self.settings, self.log_path = settings, log
+        self.process: subprocess.Popen[str] | None = None
+        self.log: IO[str] | None = None
+
+    def _ensure_started(self) -> subprocess.Popen[str]:
+        if self.process is None or self.process.poll() is not None:
+            if self.log is not None:
+                self.log.close()
+            self.log = self.log_path.open("a")
+            self.process = subprocess.Popen(
+                [*WORKER, "serve-exports"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
+                text=True, **_child_options(self.settings.threads),
+            )  # fmt: skip
+        return self.process
+
+    def _wait(self, done: Path) -> str | None:
+        """None once `done` exists, else why it never will (the process died or ran out of time)."""
+        process = self._ensure_started()
+        deadline = time.monotonic() + self.settings.timeout_s
+        while not done.exists():
+            if process.poll() is not None:
+                return _describe_exit(process.returncode, self.log_path.read_text()[-8000:])
+            if time.monotonic() > deadline:
+                self.close()
+                return f"TimeoutError: export not done within {self.settings.timeout_s:g} s (process killed)"
+            time.sleep(0.2)
+        return None
+
+    def export(self, model: str, flows: list[Flow], work: Path) -> dict[str, dict[str, Any]]:
+        """Reference outputs and artifacts in `work`; per flow its export facts or its failure."""
+        spec_path = work / "export.spec.json"
+        spec = {"model": model, "flows": [f.name for f in flows], "dir": str(work), "threads": self.settings.threads}
+        spec_path.write_text(json.dumps(spec))
+        process = self._ensure_started()
+        assert process.stdin is not None
+        process.stdin.write(f"{spec_path}\n")
+        process.stdin.flush()
+        crash = self._wait(work / "export.done")
+        return _export_results(flows, work, crash)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        if self.log is not None:
+            self.log.close()
+        self.process = None
+
+
+def _export_results(flows: list[Flow], work: Path, crash: str | None) -> dict[str, dict[str, Any]]:
+    model_error = work / "model-error.json"
+    if model_error.exists() or not (work / "reference.pt").exists():
+        reason = json.loads(model_error.read_text())["error"] if model_error.exists() else crash or "no reference"
+        return {f.name: failed("model", f"building or running the eager model failed:\n{reason}") for f in flows}
+    report_path = work / "export.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    results = {}
+    for flow in flows:
+        entry = dict(report.get(flow.name, {}))
+        if not entry:
+            results[flow.name] = failed("export", f"export process died before finishing this flow:\n{crash}")
+        elif not entry.pop("ok"):
+            results[flow.name] = {**failed("export", entry.pop("error")), **entry}
+        else:
+            results[flow.name] = {"status": "ok", **entry}
+    return results
+
+
+def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Settings) -> dict[str, Any]:
+    """Loads, times and checks one exported flow in a fresh process; its numbers or its failure."""
+    if flow.slow:
+        runs, warmup, budget = settings.slow_runs, 0, settings.slow_budget_s
+    else:
+        runs, warmup, budget = settings.runs, settings.warmup, settings.budget_s
+    result_path, spec_path = work / f"{flow.name}.result.json", work / f"{flow.name}.spec.json"
+    spec = {
+        "flow": flow.name, "dir": str(work), "threads": settings.threads, "runs": runs, "warmup": warmup,
+        "budget_s": budget, "result": str(result_path), "imports": exported.get("imports", []),
+    }  # fmt: skip
+    spec_path.write_text(json.dumps(spec))
+    timeout = settings.timeout_s + budget
+    try:
+        done = subprocess.run(
+            [*WORKER, "run", str(spec_path)], capture_output=True, text=True, timeout=timeout,
+            **_child_options(settings.threads),
+        )  # fmt: skip
+        crash = None if done.returncode == 0 else _describe_exit(done.returncode, done.stderr)
+    except subprocess.TimeoutExpired:
+        crash = f"TimeoutError: no result within {timeout:g} s (process killed)"
+    result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "error": crash}
+    if not result.pop("ok"):
+        return {**exported, **failed("run", result.get("error") or crash or "no result")}
+    return {**exported, **result}
+
+
+__all__ = ["ExportServer", "Settings", "failed", "run_flow"]
