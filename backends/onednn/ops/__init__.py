@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
-from .context import SUPPORTED_DTYPES, ConstantEvaluator, LoweringContext, Unsupported, aten_op, static_dims
+from .context import SUPPORTED_DTYPES, LoweringContext, Unsupported, aten_op, constant_evaluator, static_dims
 from .rules import KEEP_WHOLE, OP_RULES, OpRule
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
@@ -20,11 +18,6 @@ def rule_for(node: Node) -> OpRule | None:
     if node.op != "call_function":
         return None
     return OP_RULES.get(aten_op(node.target))
-
-
-@functools.lru_cache(maxsize=4)
-def constant_evaluator(ep: ExportedProgram) -> ConstantEvaluator:
-    return ConstantEvaluator(ep)
 
 
 def is_folded_constant(ep: ExportedProgram, node: Node) -> bool:

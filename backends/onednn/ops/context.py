@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from executorch.exir.dialects.edge._ops import EdgeOpOverload
-from torch._export.utils import (
-    get_buffer,
-    get_lifted_tensor_constant,
-    get_param,
-    is_buffer,
-    is_lifted_tensor_constant,
-    is_param,
-)
 from torch.export import ExportedProgram
 from torch.fx import Node
 
@@ -55,18 +49,6 @@ def static_dims(node: Node) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def constant_placeholder_tensor(ep: ExportedProgram, node: Node) -> torch.Tensor | None:
-    if node.op != "placeholder":
-        return None
-    if is_param(ep, node):
-        return get_param(ep, node)
-    if is_buffer(ep, node):
-        return get_buffer(ep, node)
-    if is_lifted_tensor_constant(ep, node):
-        return get_lifted_tensor_constant(ep, node)
-    return None
-
-
 # Subgraphs computing constants (a causal mask from arange/where, ...) are folded ahead of time up to
 # this many bytes per folded tensor.
 MAX_FOLDED_BYTES = 64 << 20
@@ -78,6 +60,17 @@ class ConstantEvaluator:
     def __init__(self, ep: ExportedProgram) -> None:
         self.ep = ep
         self.results: dict[Node, object] = {}
+        # Placeholder name -> parameter, buffer or lifted constant (looked up once: the signature's
+        # mappings are rebuilt on every access).
+        signature, state, constants = ep.graph_signature, ep.state_dict, ep.constants
+        self.placeholders: dict[str, torch.Tensor] = {
+            **{name: state[target] for name, target in signature.inputs_to_parameters.items()},
+            **{
+                name: state[target] if target in state else constants[target]
+                for name, target in signature.inputs_to_buffers.items()
+            },
+            **{name: constants[target] for name, target in signature.inputs_to_lifted_tensor_constants.items()},
+        }
 
     def evaluate(self, node: Node) -> object | None:
         """The node's value, or None when it depends on a user input or cannot be folded."""
@@ -98,7 +91,7 @@ class ConstantEvaluator:
 
     def _compute(self, node: Node) -> object | None:
         if node.op == "placeholder":
-            return constant_placeholder_tensor(self.ep, node)
+            return self.placeholders.get(node.name)
         if node.op != "call_function" or not callable(node.target):
             return None
         op = aten_op(node.target)
@@ -116,6 +109,12 @@ class ConstantEvaluator:
         return result
 
 
+@functools.lru_cache(maxsize=4)
+def constant_evaluator(ep: ExportedProgram) -> ConstantEvaluator:
+    """One evaluator per program, shared by the partitioner's per-node checks and the lowering."""
+    return ConstantEvaluator(ep)
+
+
 class LoweringContext:
     """Builds a payload Graph node by node.
 
@@ -125,7 +124,7 @@ class LoweringContext:
 
     def __init__(self, ep: ExportedProgram) -> None:
         self.ep = ep
-        self.constants = ConstantEvaluator(ep)
+        self.constants = constant_evaluator(ep)
         self.graph = Graph()
         self.node_values: dict[Node, int] = {}
         # Ops with several tensor results (split): node -> one value per result.
