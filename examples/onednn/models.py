@@ -8,23 +8,27 @@ cores; `resnet18` has the real ResNet-18 layer structure at 1x3x224x224 for jobs
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+M = TypeVar("M", bound=nn.Module)
 ModelFactory = Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]
 
 
-def _randomize_batch_norms(model: nn.Module) -> None:
+def randomize_batch_norms(model: M) -> M:
     """Give batch norms non-trivial statistics, so folding them is actually exercised."""
-    for module in model.modules():
-        if isinstance(module, nn.BatchNorm2d):
-            channels = module.num_features
-            module.running_mean.copy_(torch.randn(channels) * 0.1)
-            module.running_var.copy_(torch.rand(channels) * 0.5 + 0.75)
-            module.weight.data.copy_(torch.rand(channels) * 0.5 + 0.75)
-            module.bias.data.copy_(torch.randn(channels) * 0.1)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                channels = module.num_features
+                module.running_mean.copy_(torch.randn(channels) * 0.1)
+                module.running_var.copy_(torch.rand(channels) * 0.5 + 0.75)
+                module.weight.copy_(torch.rand(channels) * 0.5 + 0.75)
+                module.bias.copy_(torch.randn(channels) * 0.1)
+    return model
 
 
 def _seeded(build: Callable[[], nn.Module], *shapes: tuple[int, ...], seed: int = 0) -> ModelFactory:
@@ -34,7 +38,7 @@ def _seeded(build: Callable[[], nn.Module], *shapes: tuple[int, ...], seed: int 
             torch.manual_seed(seed)
             model = build()
             with torch.no_grad():
-                _randomize_batch_norms(model)
+                randomize_batch_norms(model)
             inputs = tuple(torch.randn(*shape) for shape in shapes)
         finally:
             torch.random.set_rng_state(generator_state)

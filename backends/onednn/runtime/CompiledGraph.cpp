@@ -104,71 +104,48 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
   return graph;
 }
 
-Error CompiledGraph::check_input(size_t index, runtime::EValue* arg) const {
+// Inputs must match the compiled sizes; outputs of other sizes are resized to them when possible.
+Error CompiledGraph::check_argument(
+    const char* role,
+    size_t index,
+    runtime::EValue* arg,
+    const std::vector<int32_t>& expected,
+    bool resize) const {
   if (arg == nullptr || !arg->isTensor()) {
-    ET_LOG(Error, "OneDnnBackend: input %zu is not a tensor", index);
-    return Error::InvalidArgument;
-  }
-  const Tensor& tensor = arg->toTensor();
-  if (tensor.scalar_type() != ScalarType::Float) {
-    ET_LOG(
-        Error,
-        "OneDnnBackend: input %zu has dtype %d, expected Float",
-        index,
-        static_cast<int>(tensor.scalar_type()));
-    return Error::InvalidArgument;
-  }
-  const std::vector<int32_t>& expected = input_sizes_[index];
-  if (!sizes_equal(tensor, expected)) {
-    char want[128];
-    char got[128];
-    ET_LOG(
-        Error,
-        "OneDnnBackend: input %zu: expected sizes [%s], got [%s]",
-        index,
-        format_sizes(want, expected),
-        format_sizes(got, tensor.sizes()));
-    return Error::InvalidArgument;
-  }
-  if (!is_contiguous_default_order(tensor) || tensor.const_data_ptr() == nullptr) {
-    ET_LOG(Error, "OneDnnBackend: input %zu is not contiguous in the default dim order", index);
-    return Error::InvalidArgument;
-  }
-  return Error::Ok;
-}
-
-Error CompiledGraph::prepare_output(size_t index, runtime::EValue* arg) const {
-  if (arg == nullptr || !arg->isTensor()) {
-    ET_LOG(Error, "OneDnnBackend: output %zu is not a tensor", index);
+    ET_LOG(Error, "OneDnnBackend: %s %zu is not a tensor", role, index);
     return Error::InvalidArgument;
   }
   Tensor& tensor = arg->toTensor();
   if (tensor.scalar_type() != ScalarType::Float) {
     ET_LOG(
         Error,
-        "OneDnnBackend: output %zu has dtype %d, expected Float",
+        "OneDnnBackend: %s %zu has dtype %d, expected Float",
+        role,
         index,
         static_cast<int>(tensor.scalar_type()));
     return Error::InvalidArgument;
   }
-  const std::vector<int32_t>& expected = output_sizes_[index];
-  if (!sizes_equal(tensor, expected)) {
-    const Error resized = runtime::resize_tensor(
-        tensor, executorch::aten::ArrayRef<executorch::aten::SizesType>(expected.data(), expected.size()));
-    if (resized != Error::Ok) {
-      char want[128];
-      char got[128];
-      ET_LOG(
-          Error,
-          "OneDnnBackend: output %zu: expected sizes [%s], got [%s] and resizing failed",
-          index,
-          format_sizes(want, expected),
-          format_sizes(got, tensor.sizes()));
-      return Error::InvalidArgument;
-    }
+  const bool sizes_ok = sizes_equal(tensor, expected) ||
+      (resize &&
+       runtime::resize_tensor(
+           tensor,
+           executorch::aten::ArrayRef<executorch::aten::SizesType>(
+               expected.data(), expected.size())) == Error::Ok);
+  if (!sizes_ok) {
+    char want[128];
+    char got[128];
+    ET_LOG(
+        Error,
+        "OneDnnBackend: %s %zu: expected sizes [%s], got [%s]%s",
+        role,
+        index,
+        format_sizes(want, expected),
+        format_sizes(got, tensor.sizes()),
+        resize ? " and resizing failed" : "");
+    return Error::InvalidArgument;
   }
-  if (!is_contiguous_default_order(tensor) || tensor.mutable_data_ptr() == nullptr) {
-    ET_LOG(Error, "OneDnnBackend: output %zu is not contiguous in the default dim order", index);
+  if (!is_contiguous_default_order(tensor) || tensor.const_data_ptr() == nullptr) {
+    ET_LOG(Error, "OneDnnBackend: %s %zu is not contiguous in the default dim order", role, index);
     return Error::InvalidArgument;
   }
   return Error::Ok;
@@ -188,13 +165,14 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     return Error::InvalidArgument;
   }
   for (size_t i = 0; i < num_inputs; ++i) {
-    const Error error = check_input(i, args[i]);
+    const Error error = check_argument("input", i, args[i], input_sizes_[i], false);
     if (error != Error::Ok) {
       return error;
     }
   }
   for (size_t j = 0; j < num_outputs; ++j) {
-    const Error error = prepare_output(j, args[num_inputs + j]);
+    const Error error =
+        check_argument("output", j, args[num_inputs + j], output_sizes_[j], true);
     if (error != Error::Ok) {
       return error;
     }

@@ -51,8 +51,12 @@ class CompiledGraph {
     uint32_t arg_index;
   };
 
-  runtime::Error check_input(size_t index, runtime::EValue* arg) const;
-  runtime::Error prepare_output(size_t index, runtime::EValue* arg) const;
+  runtime::Error check_argument(
+      const char* role,
+      size_t index,
+      runtime::EValue* arg,
+      const std::vector<int32_t>& expected,
+      bool resize) const;
 
   std::vector<std::vector<int32_t>> input_sizes_;
   std::vector<std::vector<int32_t>> output_sizes_;

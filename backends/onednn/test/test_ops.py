@@ -12,6 +12,8 @@ from tester import DEFAULT_TOLERANCE, op_name, run_and_compare
 from torch import nn
 from torch.nn import functional as F
 
+from examples.onednn.models import randomize_batch_norms
+
 
 class Fn(nn.Module):
     """Wraps a function of the inputs (and of this module's parameters) as a module to export."""
@@ -50,15 +52,7 @@ def fn(f: Callable[..., torch.Tensor], **modules: nn.Module) -> Callable[[], nn.
 def module(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
     def build() -> nn.Module:
         torch.manual_seed(0)
-        m = factory()
-        for sub in m.modules():
-            if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
-                with torch.no_grad():
-                    sub.running_mean.uniform_(-0.5, 0.5)
-                    sub.running_var.uniform_(0.5, 2.0)
-                    sub.weight.uniform_(0.5, 1.5)
-                    sub.bias.uniform_(-0.5, 0.5)
-        return m
+        return randomize_batch_norms(factory())
 
     return build
 

@@ -14,6 +14,8 @@ from tester import execute, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
 
+from examples.onednn.models import randomize_batch_norms
+
 CONV, BN, MATMUL = StepKind.CONVOLUTION, StepKind.BATCH_NORM, StepKind.MATMUL
 ELTWISE, BINARY = StepKind.ELTWISE, StepKind.BINARY
 
@@ -26,19 +28,10 @@ def binary_post_op(alg: BinaryAlg) -> list[int]:
     return [PostOpKind.BINARY, alg]
 
 
-def with_stats(bn: nn.BatchNorm2d) -> nn.BatchNorm2d:
-    with torch.no_grad():
-        bn.running_mean.uniform_(-0.5, 0.5)
-        bn.running_var.uniform_(0.5, 2.0)
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-0.5, 0.5)
-    return bn
-
-
 class ConvBnRelu(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.conv, self.bn = nn.Conv2d(3, 8, 3, padding=1), with_stats(nn.BatchNorm2d(8))
+        self.conv, self.bn = nn.Conv2d(3, 8, 3, padding=1), randomize_batch_norms(nn.BatchNorm2d(8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.relu(self.bn(self.conv(x)))
@@ -47,8 +40,8 @@ class ConvBnRelu(nn.Module):
 class ResidualBlock(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), with_stats(nn.BatchNorm2d(8))
-        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), with_stats(nn.BatchNorm2d(8))
+        self.conv1, self.bn1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), randomize_batch_norms(nn.BatchNorm2d(8))
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), randomize_batch_norms(nn.BatchNorm2d(8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.relu(self.bn1(self.conv1(x)))
@@ -81,7 +74,7 @@ class ConvFeedsBnAndAdd(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conv, self.bn = nn.Conv2d(3, 8, 3), with_stats(nn.BatchNorm2d(8))
+        self.conv, self.bn = nn.Conv2d(3, 8, 3), randomize_batch_norms(nn.BatchNorm2d(8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         c = self.conv(x)
@@ -91,7 +84,7 @@ class ConvFeedsBnAndAdd(nn.Module):
 class StandaloneBn(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.bn = with_stats(nn.BatchNorm2d(3))
+        self.bn = randomize_batch_norms(nn.BatchNorm2d(3))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.bn(x)
@@ -197,7 +190,7 @@ def conv_bn_graph(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> Graph:
 @pytest.mark.parametrize("conv_bias", [True, False], ids=["conv_bias", "no_conv_bias"])
 def test_fold_batch_norm_rescales_weights_exactly(conv_bias: bool) -> None:
     torch.manual_seed(0)
-    conv, bn = nn.Conv2d(4, 6, 3, padding=1, bias=conv_bias), with_stats(nn.BatchNorm2d(6)).eval()
+    conv, bn = nn.Conv2d(4, 6, 3, padding=1, bias=conv_bias), randomize_batch_norms(nn.BatchNorm2d(6)).eval()
     graph = drop_unused(fold_batch_norm(conv_bn_graph(conv, bn)))
     assert [s.kind for s in graph.steps] == [CONV], readable(step_summary(graph))
     step = graph.steps[0]
@@ -211,7 +204,7 @@ def test_fold_batch_norm_rescales_weights_exactly(conv_bias: bool) -> None:
 
 def test_fold_batch_norm_keeps_graph_outputs_intact() -> None:
     torch.manual_seed(0)
-    graph = conv_bn_graph(nn.Conv2d(4, 6, 3, padding=1), with_stats(nn.BatchNorm2d(6)))
+    graph = conv_bn_graph(nn.Conv2d(4, 6, 3, padding=1), randomize_batch_norms(nn.BatchNorm2d(6)))
     conv_output = graph.steps[0].outputs[0]
     graph.outputs.append(conv_output)
     folded = fold_batch_norm(graph)
