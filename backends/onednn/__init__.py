@@ -2,9 +2,10 @@
 
 Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTorch's runtime in this
 process, so `.pte` files using the delegate run through `executorch.runtime` with no further step.
+`set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on.
 """
 
-from ._runtime import library_path, load_runtime
+from ._runtime import get_num_threads, library_path, load_runtime, set_num_threads
 from .onednn_preprocess import OneDnnBackend
 from .partition import OneDnnPartitioner
 
@@ -15,4 +16,11 @@ except ImportError as _error:  # AOT export still works without the runtime libr
 
     warnings.warn(f"OneDnnBackend runtime not loaded: {_error}", RuntimeWarning, stacklevel=2)
 
-__all__ = ["OneDnnBackend", "OneDnnPartitioner", "library_path", "load_runtime"]
+__all__ = [
+    "OneDnnBackend",
+    "OneDnnPartitioner",
+    "get_num_threads",
+    "library_path",
+    "load_runtime",
+    "set_num_threads",
+]

@@ -1,4 +1,5 @@
-"""Loads the C++ runtime into this process so ExecuTorch's runtime can find `OneDnnBackend`."""
+"""Loads the C++ runtime into this process so ExecuTorch's runtime can find `OneDnnBackend`, and
+sets the number of threads it runs oneDNN on (ExecuTorch's Python runtime has no backend options)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,43 @@ def load_runtime() -> ctypes.CDLL:
     except OSError as error:  # e.g. libdnnl.so.3 or libtbb.so.12 not where the RPATH says
         raise ImportError(f"cannot load {path}: {error}; see backends/onednn/setup.md") from error
     return _loaded
+
+
+# executorch::runtime::Error codes the thread-count functions return.
+_ERROR_OK = 0x00
+_ERROR_INVALID_ARGUMENT = 0x12
+
+
+def _check(code: int, call: str) -> None:
+    if code == _ERROR_INVALID_ARGUMENT:
+        raise ValueError(f"OneDnnBackend refused {call}; its log says why")
+    if code != _ERROR_OK:
+        raise RuntimeError(f"OneDnnBackend: {call} failed with ExecuTorch error 0x{code:02x}; see its log")
+
+
+def set_num_threads(threads: int | None) -> None:
+    """Threads oneDNN may use from the next program load or execution on; None or 0: the default.
+
+    Same as the backend option "num_threads". The default is ONEDNN_BACKEND_NUM_THREADS when set,
+    else the size of ExecuTorch's threadpool. Kernels are sized for the count at load: set it first.
+    """
+    if threads is None:
+        threads = 0
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise ValueError(f"set_num_threads expects an int or None, got {threads!r}")
+    if not 0 <= threads < 2**31:
+        raise ValueError(f"set_num_threads expects a count >= 0 (0: the default), got {threads}")
+    library = load_runtime()
+    library.onednn_backend_set_num_threads.argtypes = [ctypes.c_int]
+    library.onednn_backend_set_num_threads.restype = ctypes.c_int
+    _check(library.onednn_backend_set_num_threads(threads), f"set_num_threads({threads})")
+
+
+def get_num_threads() -> int:
+    """The number of threads oneDNN runs with now (what the backend option "num_threads" reports)."""
+    library = load_runtime()
+    library.onednn_backend_get_num_threads.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    library.onednn_backend_get_num_threads.restype = ctypes.c_int
+    threads = ctypes.c_int(0)
+    _check(library.onednn_backend_get_num_threads(ctypes.byref(threads)), "get_num_threads()")
+    return threads.value

@@ -11,7 +11,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ._passes import run_passes
+from ._passes import compute_in_bf16, run_passes
 from .ops import lower_program
 from .serialization.payload import serialize
 
@@ -19,13 +19,23 @@ from .serialization.payload import serialize
 CONSTANT_ALIGNMENT = 64
 # Compile spec naming the external data file (.ptd) that holds the weights instead of the .pte.
 EXTERNAL_WEIGHTS_SPEC = "external_weights"
+# Compile spec choosing the type fp32 activations compute in inside the delegate.
+PRECISION_SPEC = "precision"
+PRECISIONS = ("fp32", "bf16")
 
 
-def external_weights_tag(compile_specs: list[CompileSpec]) -> str | None:
+def spec_value(compile_specs: list[CompileSpec], key: str) -> str | None:
     for spec in compile_specs:
-        if spec.key == EXTERNAL_WEIGHTS_SPEC:
+        if spec.key == key:
             return spec.value.decode()
     return None
+
+
+def precision_of(compile_specs: list[CompileSpec]) -> str:
+    precision = spec_value(compile_specs, PRECISION_SPEC) or "fp32"
+    if precision not in PRECISIONS:
+        raise ValueError(f"compile spec {PRECISION_SPEC}={precision!r}: expected one of {PRECISIONS}")
+    return precision
 
 
 @final
@@ -33,10 +43,12 @@ class OneDnnBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         graph = run_passes(lower_program(edge_program))
+        if precision_of(compile_specs) == "bf16":
+            graph = compute_in_bf16(graph)
         store = NamedDataStore()
-        external_tag = external_weights_tag(compile_specs)
+        external_tag = spec_value(compile_specs, EXTERNAL_WEIGHTS_SPEC)
         for value_id, tensor in graph.constant_data.items():
-            data = tensor.contiguous().reshape(-1).view(dtype=torch.uint8).numpy().tobytes()
+            data = tensor.contiguous().reshape(-1).view(dtype=torch.uint8).numpy().tobytes()  # any dtype
             key = "onednn_" + hashlib.sha256(data).hexdigest()
             store.add_named_data(key, data, alignment=CONSTANT_ALIGNMENT, external_tag=external_tag)
             graph.values[value_id].constant_key = key

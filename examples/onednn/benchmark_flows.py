@@ -45,6 +45,12 @@ def _onednn() -> list[Any]:
     return [OneDnnPartitioner()]
 
 
+def _onednn_bf16() -> list[Any]:
+    from executorch.backends.onednn import OneDnnPartitioner
+
+    return [OneDnnPartitioner(precision="bf16")]
+
+
 def _xnnpack() -> list[Any]:
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
@@ -171,11 +177,16 @@ FLOWS: dict[str, Flow] = {
             "onednn", "ExecuTorch + oneDNN (ours)", ".pte", _export_pte(_onednn),
             _setup_executorch("executorch.backends.onednn"), _load_pte,
         ),
+        # fp32 model and inputs, bf16 inside the delegate: the peer is OpenVINO (bf16 on such CPUs).
+        Flow(
+            "onednn-bf16", "ExecuTorch + oneDNN, precision=bf16 (ours)", ".pte", _export_pte(_onednn_bf16),
+            _setup_executorch("executorch.backends.onednn"), _load_pte,
+        ),
         Flow(
             "onnxruntime", "ONNX Runtime (CPU EP)", ".onnx", _export_onnx, _setup_onnxruntime, _load_onnxruntime
         ),
         Flow(
-            "openvino", "ExecuTorch + OpenVINO", ".pte", _export_pte(_openvino),
+            "openvino", "ExecuTorch + OpenVINO (bf16 on AVX512-BF16 CPUs)", ".pte", _export_pte(_openvino),
             _setup_executorch("executorch.backends.openvino"), _load_pte, unavailable=_openvino_missing,
         ),
         Flow("eager", "eager PyTorch", ".pt", _export_eager, _setup_eager, _load_eager),

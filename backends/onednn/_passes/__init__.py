@@ -8,6 +8,7 @@ from ..serialization.payload import Graph
 from .compact import drop_unused
 from .fold_batch_norm import fold_batch_norm
 from .fuse_post_ops import fuse_post_ops
+from .mixed_precision import compute_in_bf16
 
 GraphPass = Callable[[Graph], Graph]
 PASSES: list[GraphPass] = [fold_batch_norm, fuse_post_ops, drop_unused]
@@ -19,4 +20,4 @@ def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
     return graph
 
 
-__all__ = ["PASSES", "drop_unused", "fold_batch_norm", "fuse_post_ops", "run_passes"]
+__all__ = ["PASSES", "compute_in_bf16", "drop_unused", "fold_batch_norm", "fuse_post_ops", "run_passes"]

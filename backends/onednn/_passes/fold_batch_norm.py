@@ -33,8 +33,8 @@ def fold_batch_norm(graph: Graph) -> Graph:
         if bias is not None:
             shift = shift + bias.double() * scale
         folded_weight = weight.double() * scale.reshape(-1, *([1] * (weight.dim() - 1)))
-        conv.inputs[1] = graph.add_constant(folded_weight.to(weight.dtype), DType.F32)
-        conv.inputs[2] = graph.add_constant(shift.to(weight.dtype), DType.F32)
+        conv.inputs[1] = graph.add_constant(folded_weight.to(weight.dtype), graph.values[conv.inputs[1]].dtype)
+        conv.inputs[2] = graph.add_constant(shift.to(torch.float32), DType.F32)  # biases stay f32
         conv.outputs = list(norm.outputs)
         del graph.steps[index - 1]
         index -= 1

@@ -79,6 +79,6 @@ def _output_value(ctx: LoweringContext, node: Node) -> int:
     produced = any(value_id in step.outputs for step in graph.steps)
     if produced and value_id not in graph.outputs:
         return value_id
-    copy = ctx.new_value(dims)
+    copy = ctx.new_value(dims, ctx.dtype(value_id))
     ctx.emit(StepKind.RESHAPE, [value_id], [copy])
     return copy

@@ -12,7 +12,7 @@ from torch.fx import Node
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import MAX_RANK, NO_VALUE, TORCH_TO_DTYPE, DType, StepKind
 
-SUPPORTED_DTYPES = {torch.float32}
+SUPPORTED_DTYPES = {torch.float32, torch.bfloat16}
 
 
 class Unsupported(Exception):
@@ -31,6 +31,14 @@ def fake_tensor(node: Node) -> torch.Tensor:
     if not isinstance(val, torch.Tensor):
         raise Unsupported(f"{node.name} does not produce a tensor")
     return val
+
+
+def node_dtype(node: Node) -> DType:
+    """The payload type of the node's (first) result."""
+    dtype = fake_tensor(node).dtype
+    if dtype not in SUPPORTED_DTYPES:
+        raise Unsupported(f"{node.name} has dtype {dtype}")
+    return TORCH_TO_DTYPE[dtype]
 
 
 def static_dims(node: Node) -> tuple[int, ...]:
@@ -141,7 +149,7 @@ class LoweringContext:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
         else:
-            value_id = self.graph.add_value(DType.F32, static_dims(node))
+            value_id = self.graph.add_value(node_dtype(node), static_dims(node))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id
@@ -160,12 +168,15 @@ class LoweringContext:
     def dims(self, value_id: int) -> tuple[int, ...]:
         return self.graph.values[value_id].dims
 
-    def new_value(self, dims: tuple[int, ...]) -> int:
-        return self.graph.add_value(DType.F32, dims)
+    def dtype(self, value_id: int) -> DType:
+        return self.graph.values[value_id].dtype
+
+    def new_value(self, dims: tuple[int, ...], dtype: DType) -> int:
+        return self.graph.add_value(dtype, dims)
 
     def output(self, node: Node) -> int:
         """A fresh value for the node's (first) result."""
-        value_id = self.new_value(static_dims(node))
+        value_id = self.new_value(static_dims(node), node_dtype(node))
         self.node_values[node] = value_id
         return value_id
 

@@ -15,6 +15,7 @@ import torch
 from torch.fx import Node
 
 from ..serialization.schema import (
+    TORCH_TO_DTYPE,
     BinaryAlg,
     DType,
     EltwiseAlg,
@@ -24,7 +25,15 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
-from .context import LoweringContext, Unsupported, aten_op, fake_tensor, static_dims
+from .context import (
+    SUPPORTED_DTYPES,
+    LoweringContext,
+    Unsupported,
+    aten_op,
+    fake_tensor,
+    node_dtype,
+    static_dims,
+)
 
 aten = torch.ops.aten
 FLOAT_MAX = 3.4028234663852886e38
@@ -454,7 +463,7 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
             raise Unsupported("reduction with an explicit dtype")
         reduced = {normalize_dim(d, len(in_dims)) for d in dims} if dims else set(range(len(in_dims)))  # type: ignore[union-attr]
         kept = tuple(1 if i in reduced else d for i, d in enumerate(in_dims))
-        reduced_value = ctx.output(node) if keepdim else ctx.new_value(kept)
+        reduced_value = ctx.output(node) if keepdim else ctx.new_value(kept, ctx.dtype(src))
         if alg == ReductionAlg.MEAN and len(in_dims) == 4 and reduced == {2, 3}:
             # Global average pooling: oneDNN has fast pooling kernels for every layout, while its
             # reduction falls back to reference code on the blocked layouts convolutions leave.
@@ -499,16 +508,20 @@ def transpose_dims(node: Node, rank: int) -> list[int]:
 
 
 def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
-    dtype, dim_order = node.kwargs.get("dtype"), node.kwargs.get("dim_order")
+    dim_order = node.kwargs.get("dim_order")
     rank = len(static_dims(node))
     if dim_order not in (None, list(range(rank))):
         raise Unsupported("copy that changes the dim order")
     data = ctx.constant_node_data(node.args[0])
-    if data is not None and dtype in (None, torch.float32):
-        ctx.fold(node, data.to(torch.float32).reshape(static_dims(node)))
+    target = fake_tensor(node).dtype
+    if data is not None and target in SUPPORTED_DTYPES:
+        ctx.fold(node, data.to(target).reshape(static_dims(node)))
         return
-    if dtype not in (None, torch.float32):
-        raise Unsupported(f"copy to dtype {dtype}")
+    src = ctx.value(node.args[0])
+    if TORCH_TO_DTYPE.get(target) != ctx.dtype(src):
+        node_dtype(node)  # refuses types the runtime lacks
+        ctx.emit(StepKind.REORDER, [src], [ctx.output(node)])  # a cast: REORDER writes dst's type
+        return
     layout_rule().lower(ctx, node)
 
 
@@ -595,8 +608,8 @@ def emit_slice(ctx: LoweringContext, src: int, dim: int, start: int, length: int
     offsets[dim], dims[dim] = start, length
     data = ctx.constant(src)
     if data is not None:
-        return ctx.graph.add_constant(data.narrow(dim, start, length).contiguous(), DType.F32)
-    block = ctx.new_value(tuple(dims))
+        return ctx.graph.add_constant(data.narrow(dim, start, length).contiguous(), ctx.dtype(src))
+    block = ctx.new_value(tuple(dims), ctx.dtype(src))
     ctx.emit(StepKind.REORDER, [src], [block], {"offsets": offsets})
     return block
 

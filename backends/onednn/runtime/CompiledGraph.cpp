@@ -11,6 +11,7 @@
 #include "GraphBuilder.h"
 #include "InitError.h"
 #include "StepBuilders.h"
+#include "Threading.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -29,8 +30,10 @@ CpuContext& cpu_context() {
   return context;
 }
 
-std::vector<int32_t> tensor_sizes(const ValueRecord& value) {
-  std::vector<int32_t> sizes;
+TensorSpec tensor_spec(const ValueRecord& value) {
+  TensorSpec spec;
+  spec.type = value.dtype == static_cast<uint8_t>(DType::BF16) ? ScalarType::BFloat16 : ScalarType::Float;
+  std::vector<int32_t>& sizes = spec.sizes;
   for (int64_t dim : value.dims) {
     ODNN_CHECK(
         dim <= std::numeric_limits<int32_t>::max(),
@@ -38,7 +41,7 @@ std::vector<int32_t> tensor_sizes(const ValueRecord& value) {
         static_cast<long long>(dim));
     sizes.push_back(static_cast<int32_t>(dim));
   }
-  return sizes;
+  return spec;
 }
 
 // Formats sizes into `text` without allocating (execute() must not allocate).
@@ -79,10 +82,10 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
     const runtime::NamedDataMap* named_data) {
   std::unique_ptr<CompiledGraph> graph(new CompiledGraph());
   for (uint32_t id : payload.inputs) {
-    graph->input_sizes_.push_back(tensor_sizes(payload.values[id]));
+    graph->input_specs_.push_back(tensor_spec(payload.values[id]));
   }
   for (uint32_t id : payload.outputs) {
-    graph->output_sizes_.push_back(tensor_sizes(payload.values[id]));
+    graph->output_specs_.push_back(tensor_spec(payload.values[id]));
   }
   GraphBuilder builder(payload, named_data, cpu_engine(), cpu_stream());
   for (size_t index = 0; index < payload.steps.size(); ++index) {
@@ -109,28 +112,29 @@ Error CompiledGraph::check_argument(
     const char* role,
     size_t index,
     runtime::EValue* arg,
-    const std::vector<int32_t>& expected,
+    const TensorSpec& expected,
     bool resize) const {
   if (arg == nullptr || !arg->isTensor()) {
     ET_LOG(Error, "OneDnnBackend: %s %zu is not a tensor", role, index);
     return Error::InvalidArgument;
   }
   Tensor& tensor = arg->toTensor();
-  if (tensor.scalar_type() != ScalarType::Float) {
+  if (tensor.scalar_type() != expected.type) {
     ET_LOG(
         Error,
-        "OneDnnBackend: %s %zu has dtype %d, expected Float",
+        "OneDnnBackend: %s %zu has dtype %s, expected %s",
         role,
         index,
-        static_cast<int>(tensor.scalar_type()));
+        runtime::toString(tensor.scalar_type()),
+        runtime::toString(expected.type));
     return Error::InvalidArgument;
   }
-  const bool sizes_ok = sizes_equal(tensor, expected) ||
+  const bool sizes_ok = sizes_equal(tensor, expected.sizes) ||
       (resize &&
        runtime::resize_tensor(
            tensor,
            executorch::aten::ArrayRef<executorch::aten::SizesType>(
-               expected.data(), expected.size())) == Error::Ok);
+               expected.sizes.data(), expected.sizes.size())) == Error::Ok);
   if (!sizes_ok) {
     char want[128];
     char got[128];
@@ -139,7 +143,7 @@ Error CompiledGraph::check_argument(
         "OneDnnBackend: %s %zu: expected sizes [%s], got [%s]%s",
         role,
         index,
-        format_sizes(want, expected),
+        format_sizes(want, expected.sizes),
         format_sizes(got, tensor.sizes()),
         resize ? " and resizing failed" : "");
     return Error::InvalidArgument;
@@ -152,8 +156,8 @@ Error CompiledGraph::check_argument(
 }
 
 Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
-  const size_t num_inputs = input_sizes_.size();
-  const size_t num_outputs = output_sizes_.size();
+  const size_t num_inputs = input_specs_.size();
+  const size_t num_outputs = output_specs_.size();
   if (args.size() != num_inputs + num_outputs) {
     ET_LOG(
         Error,
@@ -165,14 +169,14 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     return Error::InvalidArgument;
   }
   for (size_t i = 0; i < num_inputs; ++i) {
-    const Error error = check_argument("input", i, args[i], input_sizes_[i], false);
+    const Error error = check_argument("input", i, args[i], input_specs_[i], false);
     if (error != Error::Ok) {
       return error;
     }
   }
   for (size_t j = 0; j < num_outputs; ++j) {
     const Error error =
-        check_argument("output", j, args[num_inputs + j], output_sizes_[j], true);
+        check_argument("output", j, args[num_inputs + j], output_specs_[j], true);
     if (error != Error::Ok) {
       return error;
     }
@@ -181,28 +185,38 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     for (const Binding& binding : bindings_) {
       binding.memory.set_data_handle(args[binding.arg_index]->toTensor().mutable_data_ptr());
     }
-    dnnl::stream& stream = cpu_stream();
-    for (size_t index = 0; index < steps_.size(); ++index) {
-      const PreparedStep& step = steps_[index];
-      if (step.primitive == nullptr) {
-        const auto* source =
-            step.host_src ? static_cast<const float*>(step.host_src.get_data_handle()) : nullptr;
-        run_host_loop(
-            step.host, source, static_cast<float*>(step.host_dst.get_data_handle()), step.host_dst_count);
-        continue;
+    // Inside the arena of the configured thread count, which bounds oneDNN's TBB parallelism.
+    const Error result = run_in_thread_arena([&]() -> Error {
+      dnnl::stream& stream = cpu_stream();
+      for (size_t index = 0; index < steps_.size(); ++index) {
+        const PreparedStep& step = steps_[index];
+        if (step.primitive == nullptr) {
+          const auto* source =
+              step.host_src ? static_cast<const float*>(step.host_src.get_data_handle()) : nullptr;
+          run_host_loop(
+              step.host,
+              source,
+              static_cast<float*>(step.host_dst.get_data_handle()),
+              step.host_dst_count);
+          continue;
+        }
+        const dnnl_status_t status = dnnl_primitive_execute(
+            step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
+        if (status != dnnl_success) {
+          ET_LOG(
+              Error,
+              "OneDnnBackend: prepared step %zu failed with oneDNN status %d",
+              index,
+              static_cast<int>(status));
+          return Error::Internal;
+        }
       }
-      const dnnl_status_t status = dnnl_primitive_execute(
-          step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
-      if (status != dnnl_success) {
-        ET_LOG(
-            Error,
-            "OneDnnBackend: prepared step %zu failed with oneDNN status %d",
-            index,
-            static_cast<int>(status));
-        return Error::Internal;
-      }
+      stream.wait();
+      return Error::Ok;
+    });
+    if (result != Error::Ok) {
+      return result;
     }
-    stream.wait();
   } catch (const dnnl::error& error) {
     ET_LOG(
         Error,

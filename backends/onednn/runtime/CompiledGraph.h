@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "HostLoops.h"
+#include "HostMemory.h"
 #include "Payload.h"
 
 namespace executorch::backends::onednn {
@@ -19,6 +20,12 @@ namespace executorch::backends::onednn {
 // The process-wide CPU engine and stream (created on first use).
 const dnnl::engine& cpu_engine();
 dnnl::stream& cpu_stream();
+
+// What execute() requires of a graph input or output tensor.
+struct TensorSpec {
+  std::vector<int32_t> sizes;
+  executorch::aten::ScalarType type;
+};
 
 class CompiledGraph {
  public:
@@ -55,16 +62,19 @@ class CompiledGraph {
       const char* role,
       size_t index,
       runtime::EValue* arg,
-      const std::vector<int32_t>& expected,
+      const TensorSpec& expected,
       bool resize) const;
 
-  std::vector<std::vector<int32_t>> input_sizes_;
-  std::vector<std::vector<int32_t>> output_sizes_;
+  std::vector<TensorSpec> input_specs_;
+  std::vector<TensorSpec> output_specs_;
   std::vector<dnnl::primitive> primitives_;
   std::vector<dnnl::memory> memories_; // keeps the objects referenced by `steps_` alive
+  // Constants some step reads straight from the program's data (freed with the graph).
+  std::vector<std::shared_ptr<runtime::FreeableBuffer>> program_constants_;
   std::vector<PreparedStep> steps_;
   std::vector<Binding> bindings_;
-  std::unique_ptr<uint8_t[]> arena_storage_;
+  HostBlock arena_storage_;
+  HostBlock weights_storage_; // constants packed into the layouts their primitives chose
   size_t arena_bytes_ = 0;
 };
 

@@ -10,6 +10,17 @@ namespace {
 
 using dnnl::prop_kind;
 
+// Convolutions and matmuls compute in bf16 when their activation input or output is bf16, or when
+// asked to (precision="bf16" between fp32 delegate inputs and outputs): oneDNN accumulates in f32 and
+// writes either type. Weights are converted to the compute type once, at init.
+DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
+  const bool asked = step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0;
+  return asked || graph.data_type(src) == DataType::bf16 ||
+          graph.data_type(step.outputs[0]) == DataType::bf16
+      ? DataType::bf16
+      : DataType::f32;
+}
+
 struct ConvolutionShape {
   memory::dims src, dst, weights; // weights: oneDNN logical dims ([g,] OC[/g], IC[/g], k...)
   memory::desc weights_view; // the PyTorch weight bytes described with those dims
@@ -72,7 +83,7 @@ ConvolutionShape read_convolution_shape(const StepRecord& step, GraphBuilder& gr
     order.push_back(static_cast<int64_t>(physical.size()));
     physical.push_back(k);
   }
-  shape.weights_view = permuted_view(physical, order);
+  shape.weights_view = permuted_view(physical, order, graph.data_type(step.inputs[1]));
   shape.weights = shape.weights_view.get_dims();
   return shape;
 }
@@ -80,7 +91,7 @@ ConvolutionShape read_convolution_shape(const StepRecord& step, GraphBuilder& gr
 void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
   const ConvolutionShape shape = read_convolution_shape(step, graph, transposed);
   const bool has_bias = step.has_input(2);
-  const memory::desc bias_desc = plain_desc({shape.channels_out});
+  const memory::desc bias_desc = plain_desc({shape.channels_out}); // f32 in every precision
   if (has_bias) {
     const memory::dims bias_dims = graph.dims(step.inputs[2]);
     ODNN_CHECK(
@@ -91,9 +102,10 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
   const dnnl::primitive_attr attr = attr_with(post_ops);
-  const memory::desc src_any = any_desc(shape.src);
-  const memory::desc weights_any = any_desc(shape.weights);
-  const memory::desc dst_any = any_desc(shape.dst);
+  const DataType type = compute_type(step, graph, step.inputs[0]);
+  const memory::desc src_any = any_desc(shape.src, type);
+  const memory::desc weights_any = any_desc(shape.weights, type);
+  const memory::desc dst_any = any_desc(shape.dst, graph.data_type(step.outputs[0]));
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
@@ -157,7 +169,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   if (transpose_b) {
     std::swap(order[rank - 1], order[rank - 2]);
   }
-  const memory::desc b_view = permuted_view(b_stored, order);
+  const DataType type = compute_type(step, graph, a);
+  const memory::desc b_view = permuted_view(b_stored, order, graph.data_type(b));
   const memory::dims b_dims = b_view.get_dims();
   const int64_t m = dst[rank - 2], n = dst[rank - 1], k = a_dims[rank - 1];
   bool shapes_ok = a_dims[rank - 2] == m && b_dims[rank - 2] == k && b_dims[rank - 1] == n;
@@ -184,13 +197,17 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst).c_str());
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, dst);
-  // Constant weights get the layout oneDNN prefers; activations are read in place.
-  const memory::desc b_desc = graph.is_constant(b) ? any_desc(b_dims) : b_view;
+  // Constant weights get the layout oneDNN prefers; activations are read in place (converted
+  // first when their type is not the compute type).
+  const memory::desc b_desc =
+      graph.is_constant(b) ? any_desc(b_dims, type) : permuted_view(b_stored, order, type);
+  const memory::desc a_desc = plain_desc(a_dims, type);
+  const memory::desc dst_desc = plain_desc(dst, graph.data_type(step.outputs[0]));
   using Pd = dnnl::matmul::primitive_desc;
   const Pd pd = has_bias
-      ? Pd(graph.engine(), plain_desc(a_dims), b_desc, plain_desc(bias_dims), plain_desc(dst),
-           attr_with(post_ops))
-      : Pd(graph.engine(), plain_desc(a_dims), b_desc, plain_desc(dst), attr_with(post_ops));
+      ? Pd(graph.engine(), a_desc, b_desc,
+           plain_desc(bias_dims, graph.data_type(step.inputs[2])), dst_desc, attr_with(post_ops))
+      : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr_with(post_ops));
 
   ArgList args;
   args.emplace_back(DNNL_ARG_SRC, operand(graph, a, a_dims, pd.src_desc()));

@@ -1,5 +1,6 @@
 // REORDER, RESHAPE, CONCAT, PAD: steps that move bytes. Permutations and pads are single reorders
-// through a strided or sub-memory view; a reshape of plain memory is metadata only.
+// through a strided or sub-memory view; a reshape of plain memory is metadata only. Each writes its
+// output's type, so a REORDER between values of different types is a cast.
 #include <algorithm>
 
 #include "InitError.h"
@@ -26,7 +27,8 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
           rank);
       seen[axis] = true;
     }
-    const memory::desc view = rank == 0 ? plain_desc(src_dims) : permuted_view(src_dims, permutation);
+    const memory::desc view =
+        rank == 0 ? graph.plain(src) : permuted_view(src_dims, permutation, graph.data_type(src));
     ODNN_CHECK(
         view.get_dims() == dst_dims,
         "dst %s is not src %s permuted",
@@ -46,7 +48,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str(),
         dims_string(src_dims).c_str());
     const memory::dims start(offsets.begin(), offsets.end());
-    source = graph.alias(graph.plain_input(src), plain_desc(src_dims).submemory_desc(dst_dims, start));
+    source = graph.alias(graph.plain_input(src), graph.plain(src).submemory_desc(dst_dims, start));
   } else {
     ODNN_CHECK(
         src_dims == dst_dims,
@@ -55,7 +57,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
   }
-  graph.add_reorder(source, graph.define(step.outputs[0], plain_desc(dst_dims)));
+  graph.add_reorder(source, graph.define(step.outputs[0], graph.plain(step.outputs[0])));
 }
 
 // The output describes the input's plain bytes with new dims. Non-plain input is first reordered
@@ -68,13 +70,14 @@ void build_reshape(const StepRecord& step, GraphBuilder& graph) {
       "src %s and dst %s have different element counts",
       dims_string(graph.dims(src)).c_str(),
       dims_string(graph.dims(dst)).c_str());
-  graph.define_as(dst, graph.alias(graph.plain_input(src), plain_desc(graph.dims(dst))));
+  graph.define_as(dst, graph.alias(graph.plain_input(src, graph.data_type(dst)), graph.plain(dst)));
 }
 
 // All-plain or mixed inputs concatenate in plain layout; inputs that all carry blocked layouts are
 // passed as they are and oneDNN picks dst's layout.
 void build_concat(const StepRecord& step, GraphBuilder& graph) {
   const memory::dims dst = graph.dims(step.outputs[0]);
+  const DataType type = graph.data_type(step.outputs[0]);
   const int axis = normalize_axis(step.int_scalar("axis"), dst.size());
   int64_t axis_total = 0;
   bool none_plain = true;
@@ -91,20 +94,20 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
         dims_string(graph.dims(value)).c_str(),
         dims_string(dst).c_str(),
         axis);
-    const bool plain = graph.is_plain(value);
-    none_plain = none_plain && !plain;
+    const bool blocked_as_is = !graph.is_plain(value) && graph.data_type(value) == type;
+    none_plain = none_plain && blocked_as_is;
   }
   ODNN_CHECK(axis_total == dst[axis], "inputs add up to %lld along axis %d, dst has %lld",
              static_cast<long long>(axis_total), axis, static_cast<long long>(dst[axis]));
   const bool keep_layouts = none_plain;
   std::vector<memory::desc> descs;
   for (uint32_t value : step.inputs) {
-    descs.push_back(keep_layouts ? graph.desc(value) : plain_desc(graph.dims(value)));
+    descs.push_back(keep_layouts ? graph.desc(value) : plain_desc(graph.dims(value), type));
   }
   using Pd = dnnl::concat::primitive_desc;
   const Pd pd = keep_layouts
       ? Pd(graph.engine(), axis, descs, GraphBuilder::default_attr())
-      : Pd(graph.engine(), plain_desc(dst), axis, descs, GraphBuilder::default_attr());
+      : Pd(graph.engine(), plain_desc(dst, type), axis, descs, GraphBuilder::default_attr());
   ArgList args;
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), graph.input(step.inputs[i], descs[i]));
@@ -132,7 +135,7 @@ void build_pad(const StepRecord& step, GraphBuilder& graph) {
       "dst %s is not src %s padded by pad_front/pad_back",
       dims_string(dst_dims).c_str(),
       dims_string(src_dims).c_str());
-  const memory::desc dst_desc = plain_desc(dst_dims);
+  const memory::desc dst_desc = graph.plain(step.outputs[0]);
   const BufferId source = graph.buffer(src);
   const BufferId target = graph.define(step.outputs[0], dst_desc);
   graph.add_fill(target, static_cast<float>(step.float_scalar("value")));

@@ -24,13 +24,15 @@ inline memory::dims row_major_strides(const memory::dims& dims) {
   return strides;
 }
 
-// Plain contiguous row-major f32: the layout of graph inputs, outputs and constants' bytes.
-inline memory::desc plain_desc(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, row_major_strides(dims));
+using DataType = memory::data_type;
+
+// Plain contiguous row-major: the layout of graph inputs, outputs and constants' bytes.
+inline memory::desc plain_desc(const memory::dims& dims, DataType type = DataType::f32) {
+  return memory::desc(dims, type, row_major_strides(dims));
 }
 
-inline memory::desc any_desc(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+inline memory::desc any_desc(const memory::dims& dims, DataType type = DataType::f32) {
+  return memory::desc(dims, type, memory::format_tag::any);
 }
 
 // `dims` with 1s prepended up to `rank` (numpy-style broadcasting alignment).

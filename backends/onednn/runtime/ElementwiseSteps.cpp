@@ -43,14 +43,14 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
       lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
   const auto alpha = static_cast<float>(step.float_scalar("alpha"));
   const auto beta = static_cast<float>(step.float_scalar("beta"));
-  const memory::desc layout = graph.desc(src);
+  const memory::desc layout = graph.desc_as(src, graph.data_type(step.outputs[0]));
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
       GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::eltwise_forward(pd),
       pd,
-      {{DNNL_ARG_SRC, graph.buffer(src)},
+      {{DNNL_ARG_SRC, graph.input(src, layout)},
        {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 
@@ -66,14 +66,15 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
       dims_string(graph.dims(src1)).c_str(),
       dims_string(dst).c_str());
   const algorithm alg = lookup_algorithm(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
-  const memory::desc layout = graph.desc(src0);
-  // A full-size src1 follows src0's layout; a broadcast one is plain.
-  const memory::desc src1_desc = src1_dims == dst ? layout : plain_desc(src1_dims);
+  const memory::desc layout = graph.desc_as(src0, graph.data_type(step.outputs[0]));
+  // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
+  const memory::desc src1_desc =
+      src1_dims == dst ? layout : plain_desc(src1_dims, graph.data_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
   const dnnl::binary::primitive_desc pd(
       graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));
   ArgList args = {
-      {DNNL_ARG_SRC_0, graph.buffer(src0)},
+      {DNNL_ARG_SRC_0, graph.input(src0, layout)},
       {DNNL_ARG_SRC_1, operand(graph, src1, src1_dims, src1_desc)}};
   add_post_op_args(post_ops, pd, graph, args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
@@ -86,12 +87,14 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const size_t spatial = spatial_rank(graph.dims(src));
   const algorithm alg =
       lookup_algorithm(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
+  const DataType type = graph.data_type(step.outputs[0]);
+  const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::pooling_forward::primitive_desc pd(
       graph.engine(),
       prop_kind::forward_inference,
       alg,
-      graph.desc(src),
-      any_desc(dst),
+      src_desc,
+      any_desc(dst, type),
       spatial_attr(step, "strides", spatial, 1),
       spatial_attr(step, "kernel", spatial, 1),
       dnnl_dilation(step, spatial),
@@ -101,7 +104,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   graph.add_primitive(
       dnnl::pooling_forward(pd),
       pd,
-      {{DNNL_ARG_SRC, graph.buffer(src)},
+      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
        {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 
@@ -116,13 +119,15 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
       dims_string(src_dims).c_str());
   const algorithm alg =
       lookup_algorithm(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
+  const DataType type = graph.data_type(step.outputs[0]);
+  const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::reduction::primitive_desc pd(
-      graph.engine(), alg, graph.desc(src), any_desc(dst), 0.0f, 0.0f,
+      graph.engine(), alg, src_desc, any_desc(dst, type), 0.0f, 0.0f,
       GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::reduction(pd),
       pd,
-      {{DNNL_ARG_SRC, graph.buffer(src)},
+      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
        {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 
@@ -142,12 +147,12 @@ void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
   if (has_shift) {
     flags |= dnnl::normalization_flags::use_shift;
   }
-  const memory::desc layout = graph.desc(src);
+  const memory::desc layout = graph.desc_as(src, graph.data_type(step.outputs[0]));
   const dnnl::batch_normalization_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, layout, layout,
       static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
   ArgList args = {
-      {DNNL_ARG_SRC, graph.buffer(src)},
+      {DNNL_ARG_SRC, graph.input(src, layout)},
       {DNNL_ARG_MEAN, vector_operand(graph, step.inputs[1], channels, "mean")},
       {DNNL_ARG_VARIANCE, vector_operand(graph, step.inputs[2], channels, "var")}};
   if (has_scale) {
@@ -176,11 +181,11 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   if (has_shift) {
     flags |= dnnl::normalization_flags::use_shift;
   }
-  const memory::desc layout = plain_desc(dims);
+  const memory::desc layout = graph.plain(step.outputs[0]);
   const dnnl::layer_normalization_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, layout, layout,
       static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
-  ArgList args = {{DNNL_ARG_SRC, graph.plain_input(src)}};
+  ArgList args = {{DNNL_ARG_SRC, graph.input(src, layout)}};
   if (has_scale) {
     args.emplace_back(DNNL_ARG_SCALE, vector_operand(graph, step.inputs[1], features, "scale"));
   }
@@ -198,21 +203,30 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const int axis = normalize_axis(step.int_scalar("axis"), dims.size());
   const algorithm alg = step.int_scalar("log") != 0 ? algorithm::softmax_log
                                                      : algorithm::softmax_accurate;
-  const memory::desc layout = plain_desc(dims);
+  // The fully-masked-row fix-up reads and writes f32 on the host: such a softmax computes in f32
+  // and converts its result when the output is bf16.
+  const bool zero_masked_rows =
+      step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
+  const memory::desc output = graph.plain(step.outputs[0]);
+  const memory::desc layout = zero_masked_rows ? plain_desc(dims) : output;
   const dnnl::softmax_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis,
       GraphBuilder::default_attr());
-  const BufferId source = graph.plain_input(src);
-  const BufferId destination = graph.define(step.outputs[0], layout);
+  const BufferId source = graph.input(src, layout);
+  const BufferId destination =
+      layout == output ? graph.define(step.outputs[0], output) : graph.scratch(layout);
   graph.add_primitive(
       dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, destination}});
-  if (step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0) {
+  if (zero_masked_rows) {
     HostLoop rows;
     rows.kind = HostLoop::Kind::ZeroFullyMaskedRows;
     rows.outer = static_cast<size_t>(element_count(memory::dims(dims.begin(), dims.begin() + axis)));
     rows.extent = static_cast<size_t>(dims[axis]);
     rows.inner = static_cast<size_t>(element_count(memory::dims(dims.begin() + axis + 1, dims.end())));
     graph.add_host_loop(rows, destination, source);
+  }
+  if (layout != output) {
+    graph.add_reorder(destination, graph.define(step.outputs[0], output));
   }
 }
 
@@ -228,13 +242,15 @@ void build_resampling(const StepRecord& step, GraphBuilder& graph) {
       dims_string(src_dims).c_str());
   const algorithm alg =
       lookup_algorithm(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
+  const DataType type = graph.data_type(step.outputs[0]);
+  const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::resampling_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, alg, graph.desc(src), any_desc(dst),
+      graph.engine(), prop_kind::forward_inference, alg, src_desc, any_desc(dst, type),
       GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::resampling_forward(pd),
       pd,
-      {{DNNL_ARG_SRC, graph.buffer(src)},
+      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
        {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 

@@ -32,7 +32,7 @@ GraphBuilder::GraphBuilder(
   for (uint32_t i = 0; i < payload.inputs.size(); ++i) {
     const uint32_t id = payload.inputs[i];
     Buffer buffer;
-    buffer.desc = plain_desc(dims(id));
+    buffer.desc = plain(id);
     buffer.storage = Storage::GraphInput;
     buffer.arg_index = i;
     buffer.owner_value = id;
@@ -65,13 +65,20 @@ memory::desc GraphBuilder::desc(uint32_t id) {
 BufferId GraphBuilder::buffer(uint32_t id) {
   if (value_buffer_[id] == kNoValue) {
     ODNN_CHECK(is_constant(id), "value %u is read before it is produced", id);
-    value_buffer_[id] = fetch_constant(id);
+    Buffer constant;
+    constant.desc = plain(id);
+    constant.storage = Storage::Program;
+    constant.owner_value = id;
+    value_buffer_[id] = add_buffer(std::move(constant));
   }
   return value_buffer_[id];
 }
 
-// Copies the constant's bytes into memory of our own, then releases the data map's buffer.
-BufferId GraphBuilder::fetch_constant(uint32_t id) {
+// Constants are read in place, from the program's data: nothing is copied at init unless a primitive
+// wants another layout, and then only into the packed weights (pack_constants). The program's bytes
+// are loaded when first read and released as soon as packing is done with them, so that init never
+// holds a model's weights twice; the compiled graph keeps them only for steps reading them as they are.
+std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id) const {
   const ValueRecord& record = value(id);
   ODNN_CHECK(
       named_data_ != nullptr,
@@ -85,30 +92,33 @@ BufferId GraphBuilder::fetch_constant(uint32_t id) {
       id,
       record.key.c_str(),
       static_cast<unsigned>(data.error()));
-  runtime::FreeableBuffer bytes = std::move(data.get());
-  const size_t expected = static_cast<size_t>(element_count(record.dims)) * sizeof(float);
+  auto bytes = std::make_shared<runtime::FreeableBuffer>(std::move(data.get()));
+  const size_t expected =
+      static_cast<size_t>(element_count(record.dims)) * memory::data_type_size(data_type(id));
   ODNN_CHECK(
-      bytes.size() == expected,
+      bytes->size() == expected,
       "constant value %u (key '%s'): %zu bytes, expected %zu for dims %s",
       id,
       record.key.c_str(),
-      bytes.size(),
+      bytes->size(),
       expected,
       dims_string(dims(id)).c_str());
-  runtime::Result<const void*> source = bytes.data_safe();
+  runtime::Result<const void*> source = bytes->data_safe();
   ODNN_CHECK(
       source.ok() && source.get() != nullptr,
       "constant value %u (key '%s'): data is not addressable",
       id,
       record.key.c_str());
-  Buffer buffer;
-  buffer.desc = plain_desc(dims(id));
-  buffer.storage = Storage::Owned;
-  buffer.owned = memory(buffer.desc, engine_);
-  buffer.owner_value = id;
-  std::memcpy(buffer.owned.get_data_handle(), source.get(), expected);
-  bytes.Free();
-  return add_buffer(std::move(buffer));
+  return bytes;
+}
+
+// oneDNN takes non-const handles; steps only ever read constants (nothing writes into an input).
+void* GraphBuilder::program_bytes(BufferId root_id) {
+  Buffer& buffer = buffers_[root_id];
+  if (!buffer.program_bytes) {
+    buffer.program_bytes = load_constant(buffer.owner_value);
+  }
+  return const_cast<void*>(buffer.program_bytes->data());
 }
 
 BufferId GraphBuilder::input(uint32_t id, const memory::desc& wanted) {
@@ -132,17 +142,12 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
     }
   }
   BufferId result;
-  const Buffer& source_root = buffers_[root(source)];
-  if (source_root.storage == Storage::Owned) {
-    // Constants (weights in the layout a primitive picked) are converted once, here.
-    memory from(buffers_[source].desc, engine_, source_root.owned.get_data_handle());
-    Buffer converted;
-    converted.desc = wanted;
-    converted.storage = Storage::Owned;
-    converted.owned = memory(wanted, engine_);
-    dnnl::reorder(from, converted.owned).execute(stream_, from, converted.owned);
-    stream_.wait();
-    result = add_buffer(std::move(converted));
+  const Storage source_storage = buffers_[root(source)].storage;
+  if (source_storage == Storage::Packed || source_storage == Storage::Program) {
+    Buffer packed;
+    packed.desc = wanted;
+    packed.storage = Storage::Packed;
+    result = add_buffer(std::move(packed));
   } else {
     result = scratch(wanted);
     add_reorder(source, result);
@@ -214,6 +219,7 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
 void GraphBuilder::add_fill(BufferId target, float value) {
   HostLoop fill;
   fill.value = value;
+  fill.bf16 = buffers_[target].desc.get_data_type() == DataType::bf16;
   add_host_loop(fill, target, kNoBuffer);
 }
 
@@ -235,7 +241,7 @@ void GraphBuilder::bind_graph_outputs() {
   for (uint32_t j = 0; j < payload_.outputs.size(); ++j) {
     const uint32_t id = payload_.outputs[j];
     const BufferId produced = buffer(id);
-    const memory::desc plain = plain_desc(dims(id));
+    const memory::desc plain = this->plain(id);
     Buffer& buffer = buffers_[produced];
     if (buffer.storage == Storage::Arena && buffer.owner_value == id && buffer.desc == plain) {
       buffer.storage = Storage::GraphOutput;
@@ -272,7 +278,7 @@ size_t GraphBuilder::plan_arena() {
     for (BufferId other_id : placed) {
       const Buffer& other = buffers_[other_id];
       if (other.first_step <= buffer.last_step && buffer.first_step <= other.last_step) {
-        busy.emplace_back(other.arena_offset, other.arena_offset + round_up(other.desc.get_size()));
+        busy.emplace_back(other.offset, other.offset + round_up(other.desc.get_size()));
       }
     }
     std::sort(busy.begin(), busy.end());
@@ -283,25 +289,64 @@ size_t GraphBuilder::plan_arena() {
       }
       offset = std::max(offset, range.second);
     }
-    buffer.arena_offset = offset;
+    buffer.offset = offset;
     total = std::max(total, offset + size);
     placed.push_back(id);
   }
   return total;
 }
 
+// Converts every constant a primitive wants in another layout, in the order they were asked for
+// (a conversion may read an earlier one's result), into one block.
+void GraphBuilder::pack_constants(CompiledGraph& graph) {
+  size_t total = 0;
+  std::vector<size_t> last_read(buffers_.size(), 0);
+  for (size_t index = 0; index < conversions_.size(); ++index) {
+    Buffer& packed = buffers_[conversions_[index].result];
+    if (packed.storage == Storage::Packed) {
+      packed.offset = total;
+      total += round_up(packed.desc.get_size());
+      last_read[root(conversions_[index].source)] = index;
+    }
+  }
+  if (total == 0) {
+    return;
+  }
+  graph.weights_storage_ = allocate_host_block(total);
+  uint8_t* weights = graph.weights_storage_.get();
+  for (size_t index = 0; index < conversions_.size(); ++index) {
+    const Conversion& conversion = conversions_[index];
+    Buffer& packed = buffers_[conversion.result];
+    if (packed.storage != Storage::Packed) {
+      continue;
+    }
+    const BufferId source_root = root(conversion.source);
+    Buffer& source = buffers_[source_root];
+    void* bytes = source.storage == Storage::Packed ? weights + source.offset : program_bytes(source_root);
+    memory from(buffers_[conversion.source].desc, engine_, bytes);
+    memory to(packed.desc, engine_, weights + packed.offset);
+    dnnl::reorder(from, to).execute(stream_, from, to);
+    stream_.wait();
+    if (last_read[source_root] == index) {
+      source.program_bytes.reset(); // loaded again by make_memory if a step reads it as it is
+    }
+  }
+}
+
 memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph) {
-  const Buffer& base = buffers_[root(id)];
+  const BufferId base_id = root(id);
+  const Buffer& base = buffers_[base_id];
   const memory::desc& desc = buffers_[id].desc;
   switch (base.storage) {
     case Storage::Arena:
-      return memory(desc, engine_, arena + base.arena_offset);
-    case Storage::Owned:
-      if (root(id) == id) {
-        return base.owned;
-      }
-      graph.memories_.push_back(base.owned); // a view does not keep its constant's bytes alive
-      return memory(desc, engine_, base.owned.get_data_handle());
+      return memory(desc, engine_, arena + base.offset);
+    case Storage::Packed:
+      return memory(desc, engine_, graph.weights_storage_.get() + base.offset);
+    case Storage::Program: {
+      void* bytes = program_bytes(base_id);
+      graph.program_constants_.push_back(base.program_bytes);
+      return memory(desc, engine_, bytes);
+    }
     case Storage::GraphInput:
     case Storage::GraphOutput: {
       memory bound(desc, engine_, nullptr);
@@ -322,9 +367,9 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     scratchpad = std::max(scratchpad, round_up(step.scratchpad.get_size()));
   }
   graph.arena_bytes_ = activations + scratchpad;
-  graph.arena_storage_.reset(new uint8_t[graph.arena_bytes_ + kAlignment]);
-  const auto address = reinterpret_cast<uintptr_t>(graph.arena_storage_.get());
-  uint8_t* arena = graph.arena_storage_.get() + (kAlignment - address % kAlignment) % kAlignment;
+  graph.arena_storage_ = allocate_host_block(graph.arena_bytes_);
+  uint8_t* arena = graph.arena_storage_.get();
+  pack_constants(graph);
 
   // Only buffers some step touches get memory objects; unused constants die with the builder.
   std::vector<memory> memories(buffers_.size());
@@ -343,7 +388,8 @@ void GraphBuilder::finish(CompiledGraph& graph) {
       if (recorded.args.size() > 1) {
         step.host_src = memory_of(recorded.args[1].second);
       }
-      step.host_dst_count = step.host_dst.get_desc().get_size() / sizeof(float);
+      const memory::desc dst_desc = step.host_dst.get_desc();
+      step.host_dst_count = dst_desc.get_size() / memory::data_type_size(dst_desc.get_data_type());
       graph.steps_.push_back(std::move(step));
       continue;
     }

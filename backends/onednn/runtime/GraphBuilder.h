@@ -26,7 +26,8 @@ enum class Storage : uint8_t {
   Arena, // a slot in the per-graph arena, placed by liveness
   GraphInput, // the caller's input tensor, bound in execute()
   GraphOutput, // the caller's output tensor, bound in execute()
-  Owned, // a constant held in its own oneDNN memory
+  Packed, // a constant converted into another layout, in the graph's block of packed weights
+  Program, // a constant's bytes where the program's named data map keeps them (read only)
   Alias, // another buffer's bytes under another descriptor
 };
 
@@ -35,11 +36,11 @@ struct Buffer {
   Storage storage = Storage::Arena;
   uint32_t arg_index = 0; // GraphInput/GraphOutput: position in execute()'s args
   BufferId alias_of = 0; // Alias
-  memory owned; // Owned
+  std::shared_ptr<runtime::FreeableBuffer> program_bytes; // Program, loaded when first read
   uint32_t owner_value = kNoValue; // the value whose producer defined this buffer
   int64_t first_step = -1; // liveness (Arena roots), in recorded-step positions
   int64_t last_step = -1;
-  size_t arena_offset = 0;
+  size_t offset = 0; // Arena: in the arena; Packed: in the packed weights
 };
 
 using ArgList = std::vector<std::pair<int, BufferId>>;
@@ -64,19 +65,38 @@ class GraphBuilder {
   bool is_constant(uint32_t id) const {
     return payload_.values[id].is_constant;
   }
+  // The value's element type (F32 or BF16; the payload parser refuses others).
+  DataType data_type(uint32_t id) const {
+    return payload_.values[id].dtype == static_cast<uint8_t>(DType::BF16) ? DataType::bf16
+                                                                         : DataType::f32;
+  }
+  memory::desc plain(uint32_t id) const {
+    return plain_desc(dims(id), data_type(id));
+  }
   // The layout a value currently has (a constant's is plain).
   memory::desc desc(uint32_t id);
   bool is_plain(uint32_t id) {
-    return desc(id) == plain_desc(dims(id));
+    return desc(id) == plain(id);
+  }
+  // A step computes in its output's type: the value's current layout when it already has `type`,
+  // else its plain layout in `type` (a conversion).
+  memory::desc desc_as(uint32_t id, DataType type) {
+    return data_type(id) == type ? desc(id) : plain_desc(dims(id), type);
+  }
+  BufferId buffer_as(uint32_t id, DataType type) {
+    return input(id, desc_as(id, type));
   }
 
   // The value's buffer in whatever layout its producer chose.
   BufferId buffer(uint32_t id);
-  // The value in layout `wanted`: the same buffer when it already is, else a reorder (done once
-  // now for constants, a reorder step for activations). Results are shared between consumers.
+  // The value in layout `wanted`: the same buffer when it already is, else a reorder (done once in
+  // finish() for constants, a reorder step for activations). Results are shared between consumers.
   BufferId input(uint32_t id, const memory::desc& wanted);
   BufferId plain_input(uint32_t id) {
-    return input(id, plain_desc(dims(id)));
+    return input(id, plain(id));
+  }
+  BufferId plain_input(uint32_t id, DataType type) {
+    return input(id, plain_desc(dims(id), type));
   }
   // The value's plain bytes described by `view` (same size), converted to `wanted`.
   BufferId input_view(uint32_t id, const memory::desc& view, const memory::desc& wanted);
@@ -95,7 +115,7 @@ class GraphBuilder {
       const dnnl::primitive_desc_base& pd,
       const ArgList& args);
   void add_reorder(BufferId source, BufferId destination);
-  void add_fill(BufferId target, float value);
+  void add_fill(BufferId target, float value); // target: f32 or bf16
   // A loop on the calling thread writing `target` (and reading `source`, when given).
   void add_host_loop(const HostLoop& loop, BufferId target, BufferId source);
 
@@ -120,11 +140,13 @@ class GraphBuilder {
 
   BufferId add_buffer(Buffer buffer);
   BufferId root(BufferId id) const;
-  BufferId fetch_constant(uint32_t id);
   void note_use(BufferId id);
   void bind_graph_outputs();
   size_t plan_arena();
+  void pack_constants(CompiledGraph& graph);
   memory make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph);
+  std::shared_ptr<runtime::FreeableBuffer> load_constant(uint32_t id) const;
+  void* program_bytes(BufferId root_id);
 
   const Payload& payload_;
   const runtime::NamedDataMap* named_data_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace executorch::backends::onednn {
@@ -15,6 +17,7 @@ struct HostLoop {
   };
   Kind kind = Kind::Fill;
   float value = 0.0f;
+  bool bf16 = false; // Fill: dst holds bf16 (ZeroFullyMaskedRows is f32 only)
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   size_t outer = 0;
   size_t extent = 0;
@@ -38,13 +41,28 @@ inline void zero_fully_masked_rows(const HostLoop& loop, const float* src, float
   }
 }
 
-inline void run_host_loop(const HostLoop& loop, const float* src, float* dst, size_t dst_count) {
+// Round to nearest even, as oneDNN converts f32 to bf16.
+inline uint16_t to_bf16_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if (value != value) {
+    return 0x7FC0;
+  }
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline void run_host_loop(const HostLoop& loop, const void* src, void* dst, size_t dst_count) {
   switch (loop.kind) {
     case HostLoop::Kind::Fill:
-      std::fill_n(dst, dst_count, loop.value);
+      if (loop.bf16) {
+        std::fill_n(static_cast<uint16_t*>(dst), dst_count, to_bf16_bits(loop.value));
+      } else {
+        std::fill_n(static_cast<float*>(dst), dst_count, loop.value);
+      }
       break;
     case HostLoop::Kind::ZeroFullyMaskedRows:
-      zero_fully_masked_rows(loop, src, dst);
+      zero_fully_masked_rows(loop, static_cast<const float*>(src), static_cast<float*>(dst));
       break;
   }
 }

@@ -1,6 +1,9 @@
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
-// execute() runs the compiled graph, destroy() frees it. Registered from a static initializer.
+// execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
+// "num_threads". Registered from a static initializer.
+#include <cstring>
 #include <new>
+#include <variant>
 
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
@@ -8,6 +11,7 @@
 #include "CompiledGraph.h"
 #include "InitError.h"
 #include "Payload.h"
+#include "Threading.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -15,6 +19,8 @@ namespace {
 using runtime::ArrayRef;
 using runtime::BackendExecutionContext;
 using runtime::BackendInitContext;
+using runtime::BackendOption;
+using runtime::BackendOptionContext;
 using runtime::CompileSpec;
 using runtime::DelegateHandle;
 using runtime::Error;
@@ -48,8 +54,12 @@ class OneDnnBackend final : public runtime::BackendInterface {
       ODNN_CHECK(data.ok(), "payload is not addressable");
       const Payload payload =
           parse_payload(static_cast<const uint8_t*>(data.get()), processed->size());
-      std::unique_ptr<CompiledGraph> graph =
-          CompiledGraph::build(payload, context.get_named_data_map());
+      // In the arena execute() uses: oneDNN sizes some kernels for the threads it sees here.
+      std::unique_ptr<CompiledGraph> graph;
+      run_in_thread_arena([&]() -> Error {
+        graph = CompiledGraph::build(payload, context.get_named_data_map());
+        return Error::Ok;
+      });
       processed->Free();
       return graph.release();
     } catch (const InitError& error) {
@@ -83,11 +93,80 @@ class OneDnnBackend final : public runtime::BackendInterface {
   void destroy(DelegateHandle* handle) const override {
     delete static_cast<CompiledGraph*>(handle);
   }
+
+  // "num_threads" (int, 0: the default) is the only option. Every option is checked before any
+  // applies, so a refused list changes nothing.
+  Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
+    const int* threads = nullptr;
+    for (const BackendOption& option : options) {
+      if (!is_num_threads(option)) {
+        ET_LOG(Error, "OneDnnBackend: unknown backend option \"%.*s\"", key_length, option.key);
+        return Error::InvalidArgument;
+      }
+      threads = std::get_if<int>(&option.value);
+      if (threads == nullptr || *threads < 0) {
+        ET_LOG(
+            Error,
+            "OneDnnBackend: backend option %s must be an int >= 0 (0: the default)",
+            kNumThreadsOption);
+        return Error::InvalidArgument;
+      }
+    }
+    return threads == nullptr ? Error::Ok : set_num_threads(*threads);
+  }
+
+  // Fills "num_threads" with the count oneDNN runs with now.
+  Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
+    for (BackendOption& option : options) {
+      if (!is_num_threads(option)) {
+        ET_LOG(Error, "OneDnnBackend: unknown backend option \"%.*s\"", key_length, option.key);
+        return Error::NotFound;
+      }
+      const Result<int> threads = num_threads();
+      if (!threads.ok()) {
+        return threads.error();
+      }
+      option.value = threads.get();
+    }
+    return Error::Ok;
+  }
+
+ private:
+  static constexpr int key_length = static_cast<int>(runtime::kMaxOptionKeyLength);
+
+  static bool is_num_threads(const BackendOption& option) {
+    return std::strncmp(option.key, kNumThreadsOption, runtime::kMaxOptionKeyLength) == 0;
+  }
 };
 
+constexpr char kBackendName[] = "OneDnnBackend";
 OneDnnBackend backend_instance;
-const runtime::Backend backend_entry{"OneDnnBackend", &backend_instance};
+const runtime::Backend backend_entry{kBackendName, &backend_instance};
 const Error registration = runtime::register_backend(backend_entry);
 
 } // namespace
 } // namespace executorch::backends::onednn
+
+// For callers without ExecuTorch's C++ API (the Python package, through ctypes). Both go through
+// ExecuTorch's set_option/get_option, as a C++ caller would; they return an Error code (0: Ok).
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_num_threads(int threads) {
+  using namespace executorch::backends::onednn;
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kNumThreadsOption, threads);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_get_num_threads(int* threads) {
+  using namespace executorch::backends::onednn;
+  if (threads == nullptr) {
+    return static_cast<int>(executorch::runtime::Error::InvalidArgument);
+  }
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kNumThreadsOption, 0);
+  const executorch::runtime::Error error =
+      executorch::runtime::get_option(kBackendName, options.view());
+  if (error != executorch::runtime::Error::Ok) {
+    return static_cast<int>(error);
+  }
+  return static_cast<int>(options.get_option(kNumThreadsOption, *threads));
+}

@@ -236,7 +236,8 @@ void validate_graph(const Payload& payload) {
   std::vector<Source> source(payload.values.size(), Source::None);
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
     const ValueRecord& value = payload.values[id];
-    if (value.dtype != static_cast<uint8_t>(DType::F32)) {
+    if (value.dtype != static_cast<uint8_t>(DType::F32) &&
+        value.dtype != static_cast<uint8_t>(DType::BF16)) {
       fail(Error::NotSupported,
            "value %u: dtype %s not supported by this runtime",
            id,

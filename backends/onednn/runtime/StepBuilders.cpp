@@ -72,8 +72,10 @@ PostOps read_post_ops(
         value,
         dims_string(graph.dims(value)).c_str(),
         dims_string(dst_dims).c_str());
-    // Full-size operands follow dst's layout (`any` resolves to it); broadcast ones are plain.
-    const memory::desc desc = dims == dst_dims ? any_desc(dims) : plain_desc(dims);
+    // Full-size operands follow dst's layout (`any` resolves to it); broadcast ones are plain. Each
+    // keeps its own type (oneDNN converts), so an f32 residual is not rounded to bf16 first.
+    const DataType type = graph.data_type(value);
+    const memory::desc desc = dims == dst_dims ? any_desc(dims, type) : plain_desc(dims, type);
     result.ops.append_binary(lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg"), desc);
     result.operands.push_back({static_cast<int>(i), value, dims});
   }
@@ -106,10 +108,13 @@ BufferId operand(
   if (graph.dims(value) == dims) {
     return graph.input(value, wanted);
   }
-  return graph.input_view(value, plain_desc(dims), wanted);
+  return graph.input_view(value, plain_desc(dims, graph.data_type(value)), wanted);
 }
 
-memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order) {
+memory::desc permuted_view(
+    const memory::dims& physical,
+    const std::vector<int64_t>& order,
+    DataType type) {
   const memory::dims physical_strides = row_major_strides(physical);
   memory::dims dims(order.size());
   memory::dims strides(order.size());
@@ -117,7 +122,7 @@ memory::desc permuted_view(const memory::dims& physical, const std::vector<int64
     dims[i] = physical[order[i]];
     strides[i] = physical_strides[order[i]];
   }
-  return memory::desc(dims, memory::data_type::f32, strides);
+  return memory::desc(dims, type, strides);
 }
 
 memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum) {

@@ -62,7 +62,10 @@ dnnl::primitive_attr attr_with(const PostOps& post_ops);
 BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, const memory::desc& wanted);
 
 // Plain bytes of `physical` dims described in logical order: logical dim i = physical dim order[i].
-memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order);
+memory::desc permuted_view(
+    const memory::dims& physical,
+    const std::vector<int64_t>& order,
+    DataType type = DataType::f32);
 
 // A spatial attribute list (one entry per spatial dim), each entry >= `minimum`.
 memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum);

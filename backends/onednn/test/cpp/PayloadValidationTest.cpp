@@ -174,9 +174,9 @@ TEST(PayloadValidation, WrongConstantByteSizeIsRejected) {
 
 TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
   Model model;
-  const uint32_t src = model.payload.value({4}, "", /*dtype BF16*/ 1);
+  const uint32_t src = model.payload.value({4}, "", /*dtype F16*/ 2);
   model.payload.input(src);
-  const uint32_t dst = model.payload.value({4}, "", 1);
+  const uint32_t dst = model.payload.value({4}, "", 2);
   model.payload.step(Kind::Eltwise, {src}, {dst},
                      {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
   model.payload.output(dst);

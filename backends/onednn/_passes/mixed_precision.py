@@ -1,0 +1,31 @@
+"""precision="bf16": activations inside the delegate become bf16; its inputs and outputs stay fp32.
+
+Convolutions and matmuls then read bf16 (their fp32 weights are converted once, at init) and
+accumulate in fp32, which is what oneDNN's bf16 kernels (AVX512-BF16, AMX) do. Steps whose result is
+numerically sensitive keep an fp32 output: their bf16 inputs are widened and the statistics, sums
+and exponentials are computed in fp32.
+"""
+
+from __future__ import annotations
+
+from ..serialization.payload import Graph
+from ..serialization.schema import DType, StepKind
+
+KEEP_FP32 = {StepKind.SOFTMAX, StepKind.LAYER_NORM, StepKind.BATCH_NORM, StepKind.REDUCTION}
+# These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there).
+MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
+# Layout steps keep their input's type: a type change there would be an extra conversion.
+FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER}
+
+
+def compute_in_bf16(graph: Graph) -> Graph:
+    boundary = set(graph.inputs) | set(graph.outputs)
+    for step in graph.steps:
+        if step.kind in MATRIX_STEPS:
+            step.ints["compute_bf16"] = [1]
+        for value_id in step.outputs:
+            value = graph.values[value_id]
+            if value_id in boundary or value.dtype != DType.F32 or step.kind in KEEP_FP32:
+                continue
+            value.dtype = graph.values[step.inputs[0]].dtype if step.kind in FOLLOW_INPUT else DType.BF16
+    return graph
