@@ -2,10 +2,11 @@
 
 Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTorch's runtime in this
 process, so `.pte` files using the delegate run through `executorch.runtime` with no further step.
-`set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on.
+`set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on;
+`set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to.
 """
 
-from ._runtime import get_num_threads, library_path, load_runtime, set_num_threads
+from ._runtime import effective_isa, get_num_threads, library_path, load_runtime, set_max_isa, set_num_threads
 from .onednn_preprocess import OneDnnBackend
 from .partition import OneDnnPartitioner
 
@@ -19,8 +20,10 @@ except ImportError as _error:  # AOT export still works without the runtime libr
 __all__ = [
     "OneDnnBackend",
     "OneDnnPartitioner",
+    "effective_isa",
     "get_num_threads",
     "library_path",
     "load_runtime",
+    "set_max_isa",
     "set_num_threads",
 ]

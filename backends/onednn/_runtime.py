@@ -75,3 +75,40 @@ def get_num_threads() -> int:
     threads = ctypes.c_int(0)
     _check(library.onednn_backend_get_num_threads(ctypes.byref(threads)), "get_num_threads()")
     return threads.value
+
+
+# oneDNN's instruction sets, oldest to newest (runtime/CpuIsa.cpp), and "default" (no cap).
+INSTRUCTION_SETS = (
+    "sse41",
+    "avx",
+    "avx2",
+    "avx2_vnni",
+    "avx512_core",
+    "avx512_core_vnni",
+    "avx512_core_bf16",
+    "avx512_core_fp16",
+    "avx512_core_amx",
+    "default",
+)
+
+
+def set_max_isa(name: str) -> None:
+    """Caps the instruction set oneDNN may use (its max-ISA control; the backend option "max_isa").
+
+    Set it before the first program using the delegate is loaded: oneDNN refuses a new cap once it has
+    generated a kernel (ValueError). The environment variable ONEDNN_MAX_CPU_ISA does the same."""
+    if name not in INSTRUCTION_SETS:
+        raise ValueError(f"set_max_isa expects one of {INSTRUCTION_SETS}, got {name!r}")
+    library = load_runtime()
+    library.onednn_backend_set_max_isa.argtypes = [ctypes.c_char_p]
+    library.onednn_backend_set_max_isa.restype = ctypes.c_int
+    _check(library.onednn_backend_set_max_isa(name.encode()), f"set_max_isa({name!r})")
+
+
+def effective_isa() -> str:
+    """The newest instruction set oneDNN dispatches to in this process (capped or not). Reading it
+    fixes it, as loading a program does: call set_max_isa() first."""
+    library = load_runtime()
+    library.onednn_backend_effective_isa.argtypes = []
+    library.onednn_backend_effective_isa.restype = ctypes.c_char_p
+    return library.onednn_backend_effective_isa().decode()

@@ -77,6 +77,27 @@ dnnl::stream& cpu_stream() {
   return cpu_context().stream;
 }
 
+// A CPU without bf16 instructions lacks some of oneDNN's bf16 kernels (convolutions, on AVX2): such a
+// step is built again computing in f32, its bf16 inputs and outputs converted around it.
+void build_step_or_f32(const StepRecord& step, size_t index, GraphBuilder& builder) {
+  try {
+    build_step(step, builder);
+  } catch (const dnnl::error& error) {
+    if (error.status != dnnl_unimplemented || !builder.involves_bf16(step)) {
+      throw;
+    }
+    ET_LOG(
+        Info,
+        "OneDnnBackend: step %zu (%s) has no bf16 kernel on this CPU; it computes in f32",
+        index,
+        step_kind_name(step.kind));
+    builder.set_compute_in_f32(true);
+    build_step(step, builder);
+    builder.set_compute_in_f32(false);
+  }
+  builder.finish_step();
+}
+
 std::unique_ptr<CompiledGraph> CompiledGraph::build(
     const Payload& payload,
     const runtime::NamedDataMap* named_data) {
@@ -91,7 +112,7 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
   for (size_t index = 0; index < payload.steps.size(); ++index) {
     const StepRecord& step = payload.steps[index];
     try {
-      build_step(step, builder);
+      build_step_or_f32(step, index, builder);
     } catch (const InitError& error) {
       fail(error.code(), "step %zu (%s): %s", index, step_kind_name(step.kind), error.what());
     } catch (const dnnl::error& error) {

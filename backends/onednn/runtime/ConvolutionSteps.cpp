@@ -14,6 +14,9 @@ using dnnl::prop_kind;
 // asked to (precision="bf16" between fp32 delegate inputs and outputs): oneDNN accumulates in f32 and
 // writes either type. Weights are converted to the compute type once, at init.
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
+  if (graph.compute_in_f32()) {
+    return DataType::f32;
+  }
   const bool asked = step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0;
   return asked || graph.data_type(src) == DataType::bf16 ||
           graph.data_type(step.outputs[0]) == DataType::bf16
@@ -105,7 +108,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const DataType type = compute_type(step, graph, step.inputs[0]);
   const memory::desc src_any = any_desc(shape.src, type);
   const memory::desc weights_any = any_desc(shape.weights, type);
-  const memory::desc dst_any = any_desc(shape.dst, graph.data_type(step.outputs[0]));
+  const memory::desc dst_any = any_desc(shape.dst, graph.compute_type(step.outputs[0]));
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
@@ -202,11 +205,10 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const memory::desc b_desc =
       graph.is_constant(b) ? any_desc(b_dims, type) : permuted_view(b_stored, order, type);
   const memory::desc a_desc = plain_desc(a_dims, type);
-  const memory::desc dst_desc = plain_desc(dst, graph.data_type(step.outputs[0]));
+  const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
   using Pd = dnnl::matmul::primitive_desc;
   const Pd pd = has_bias
-      ? Pd(graph.engine(), a_desc, b_desc,
-           plain_desc(bias_dims, graph.data_type(step.inputs[2])), dst_desc, attr_with(post_ops))
+      ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr_with(post_ops))
       : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr_with(post_ops));
 
   ArgList args;

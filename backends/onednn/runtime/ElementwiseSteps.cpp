@@ -43,7 +43,7 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
       lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
   const auto alpha = static_cast<float>(step.float_scalar("alpha"));
   const auto beta = static_cast<float>(step.float_scalar("beta"));
-  const memory::desc layout = graph.desc_as(src, graph.data_type(step.outputs[0]));
+  const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
       GraphBuilder::default_attr());
@@ -66,10 +66,10 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
       dims_string(graph.dims(src1)).c_str(),
       dims_string(dst).c_str());
   const algorithm alg = lookup_algorithm(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
-  const memory::desc layout = graph.desc_as(src0, graph.data_type(step.outputs[0]));
+  const memory::desc layout = graph.desc_as(src0, graph.compute_type(step.outputs[0]));
   // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
   const memory::desc src1_desc =
-      src1_dims == dst ? layout : plain_desc(src1_dims, graph.data_type(src1));
+      src1_dims == dst ? layout : plain_desc(src1_dims, graph.operand_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
   const dnnl::binary::primitive_desc pd(
       graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));
@@ -87,7 +87,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const size_t spatial = spatial_rank(graph.dims(src));
   const algorithm alg =
       lookup_algorithm(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
-  const DataType type = graph.data_type(step.outputs[0]);
+  const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::pooling_forward::primitive_desc pd(
       graph.engine(),
@@ -119,7 +119,7 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
       dims_string(src_dims).c_str());
   const algorithm alg =
       lookup_algorithm(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
-  const DataType type = graph.data_type(step.outputs[0]);
+  const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::reduction::primitive_desc pd(
       graph.engine(), alg, src_desc, any_desc(dst, type), 0.0f, 0.0f,
@@ -147,7 +147,7 @@ void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
   if (has_shift) {
     flags |= dnnl::normalization_flags::use_shift;
   }
-  const memory::desc layout = graph.desc_as(src, graph.data_type(step.outputs[0]));
+  const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::batch_normalization_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, layout, layout,
       static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
@@ -181,7 +181,7 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   if (has_shift) {
     flags |= dnnl::normalization_flags::use_shift;
   }
-  const memory::desc layout = graph.plain(step.outputs[0]);
+  const memory::desc layout = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const dnnl::layer_normalization_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, layout, layout,
       static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
@@ -207,7 +207,7 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   // and converts its result when the output is bf16.
   const bool zero_masked_rows =
       step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
-  const memory::desc output = graph.plain(step.outputs[0]);
+  const memory::desc output = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const memory::desc layout = zero_masked_rows ? plain_desc(dims) : output;
   const dnnl::softmax_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis,
@@ -242,7 +242,7 @@ void build_resampling(const StepRecord& step, GraphBuilder& graph) {
       dims_string(src_dims).c_str());
   const algorithm alg =
       lookup_algorithm(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
-  const DataType type = graph.data_type(step.outputs[0]);
+  const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::resampling_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, src_desc, any_desc(dst, type),

@@ -173,7 +173,26 @@ BufferId GraphBuilder::alias(BufferId base, const memory::desc& view) {
   return add_buffer(std::move(buffer));
 }
 
+bool GraphBuilder::involves_bf16(const StepRecord& step) const {
+  const auto is_bf16 = [&](uint32_t id) { return id != kNoValue && data_type(id) == DataType::bf16; };
+  return std::any_of(step.inputs.begin(), step.inputs.end(), is_bf16) ||
+      std::any_of(step.outputs.begin(), step.outputs.end(), is_bf16) ||
+      (step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0);
+}
+
+void GraphBuilder::finish_step() {
+  for (const auto& [computed, id] : results_to_convert_) {
+    add_reorder(computed, define(id, plain(id)));
+  }
+  results_to_convert_.clear();
+}
+
 BufferId GraphBuilder::define(uint32_t id, const memory::desc& desc) {
+  if (desc.get_data_type() != data_type(id)) {
+    const BufferId computed = scratch(desc);
+    results_to_convert_.emplace_back(computed, id);
+    return computed;
+  }
   Buffer buffer;
   buffer.desc = desc;
   buffer.owner_value = id;

@@ -73,6 +73,22 @@ class GraphBuilder {
   memory::desc plain(uint32_t id) const {
     return plain_desc(dims(id), data_type(id));
   }
+  // The type a step producing `id` computes in: the value's own, or f32 while a step is rebuilt in f32
+  // for want of a bf16 kernel (define() then converts its result to the value's type).
+  DataType compute_type(uint32_t id) const {
+    return compute_in_f32_ ? DataType::f32 : data_type(id);
+  }
+  bool compute_in_f32() const {
+    return compute_in_f32_;
+  }
+  // The type a step reads an operand in (which keeps its own type unless rebuilt in f32).
+  DataType operand_type(uint32_t id) const {
+    return compute_type(id);
+  }
+  void set_compute_in_f32(bool on) {
+    compute_in_f32_ = on;
+  }
+  bool involves_bf16(const StepRecord& step) const;
   // The layout a value currently has (a constant's is plain).
   memory::desc desc(uint32_t id);
   bool is_plain(uint32_t id) {
@@ -104,8 +120,11 @@ class GraphBuilder {
   // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view).
   BufferId alias(BufferId base, const memory::desc& view);
 
-  // Declares the step's output value: a new arena buffer, or an existing one (metadata only).
+  // Declares the step's output value: a new arena buffer, or an existing one (metadata only). A desc
+  // of another type than the value's is the step's result, converted by finish_step().
   BufferId define(uint32_t id, const memory::desc& desc);
+  // Ends the step: converts results computed in another type than their value's.
+  void finish_step();
   void define_as(uint32_t id, BufferId buffer);
   BufferId scratch(const memory::desc& desc);
 
@@ -155,6 +174,8 @@ class GraphBuilder {
   std::vector<Buffer> buffers_;
   std::vector<BufferId> value_buffer_; // kNoValue until defined
   std::vector<Conversion> conversions_;
+  std::vector<std::pair<BufferId, uint32_t>> results_to_convert_; // (computed, value) in this step
+  bool compute_in_f32_ = false;
   std::vector<RecordedStep> steps_;
 };
 

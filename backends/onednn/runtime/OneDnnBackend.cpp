@@ -1,6 +1,7 @@
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads". Registered from a static initializer.
+// "num_threads" and "max_isa". Registered from a static initializer.
+#include <array>
 #include <cstring>
 #include <new>
 #include <variant>
@@ -9,6 +10,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "CompiledGraph.h"
+#include "CpuIsa.h"
 #include "InitError.h"
 #include "Payload.h"
 #include "Threading.h"
@@ -94,31 +96,50 @@ class OneDnnBackend final : public runtime::BackendInterface {
     delete static_cast<CompiledGraph*>(handle);
   }
 
-  // "num_threads" (int, 0: the default) is the only option. Every option is checked before any
-  // applies, so a refused list changes nothing.
+  // "num_threads" (int, 0: the default) and "max_isa" (string, CpuIsa.h). Every option is checked
+  // before any applies, so a refused list changes nothing.
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
+    const char* max_isa = nullptr;
     for (const BackendOption& option : options) {
-      if (!is_num_threads(option)) {
+      if (has_key(option, kNumThreadsOption)) {
+        threads = std::get_if<int>(&option.value);
+        if (threads == nullptr || *threads < 0) {
+          ET_LOG(Error, "OneDnnBackend: %s must be an int >= 0 (0: the default)", kNumThreadsOption);
+          return Error::InvalidArgument;
+        }
+      } else if (has_key(option, kMaxIsaOption)) {
+        const auto* text = std::get_if<std::array<char, runtime::kMaxOptionValueLength>>(&option.value);
+        if (text == nullptr) {
+          ET_LOG(Error, "OneDnnBackend: %s must be a string", kMaxIsaOption);
+          return Error::InvalidArgument;
+        }
+        max_isa = text->data();
+      } else {
         ET_LOG(Error, "OneDnnBackend: unknown backend option \"%.*s\"", key_length, option.key);
         return Error::InvalidArgument;
       }
-      threads = std::get_if<int>(&option.value);
-      if (threads == nullptr || *threads < 0) {
-        ET_LOG(
-            Error,
-            "OneDnnBackend: backend option %s must be an int >= 0 (0: the default)",
-            kNumThreadsOption);
-        return Error::InvalidArgument;
+    }
+    if (max_isa != nullptr) {
+      const Error error = set_max_isa(max_isa);
+      if (error != Error::Ok) {
+        return error;
       }
     }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
 
-  // Fills "num_threads" with the count oneDNN runs with now.
+  // Fills "num_threads" with the count oneDNN runs with now, "max_isa" with the instruction set it
+  // dispatches to.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
-      if (!is_num_threads(option)) {
+      if (has_key(option, kMaxIsaOption)) {
+        std::array<char, runtime::kMaxOptionValueLength> text{};
+        std::strncpy(text.data(), effective_isa_name(), text.size() - 1);
+        option.value = text;
+        continue;
+      }
+      if (!has_key(option, kNumThreadsOption)) {
         ET_LOG(Error, "OneDnnBackend: unknown backend option \"%.*s\"", key_length, option.key);
         return Error::NotFound;
       }
@@ -134,8 +155,8 @@ class OneDnnBackend final : public runtime::BackendInterface {
  private:
   static constexpr int key_length = static_cast<int>(runtime::kMaxOptionKeyLength);
 
-  static bool is_num_threads(const BackendOption& option) {
-    return std::strncmp(option.key, kNumThreadsOption, runtime::kMaxOptionKeyLength) == 0;
+  static bool has_key(const BackendOption& option, const char* key) {
+    return std::strncmp(option.key, key, runtime::kMaxOptionKeyLength) == 0;
   }
 };
 
@@ -169,4 +190,19 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_get_num_thr
     return static_cast<int>(error);
   }
   return static_cast<int>(options.get_option(kNumThreadsOption, *threads));
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_max_isa(const char* name) {
+  using namespace executorch::backends::onednn;
+  if (name == nullptr) {
+    return static_cast<int>(executorch::runtime::Error::InvalidArgument);
+  }
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kMaxIsaOption, name);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+// The effective instruction set's name (static storage; never null).
+extern "C" __attribute__((visibility("default"))) const char* onednn_backend_effective_isa() {
+  return executorch::backends::onednn::effective_isa_name();
 }

@@ -1,0 +1,21 @@
+// The backend option "max_isa": caps the instruction set oneDNN may use (its max-ISA control, like
+// the environment variable ONEDNN_MAX_CPU_ISA), so that older CPUs' code paths can be exercised on a
+// newer one. oneDNN takes the cap only before it generates its first kernel: set it before the first
+// program using the delegate is loaded in the process.
+#pragma once
+
+#include <executorch/runtime/core/error.h>
+
+namespace executorch::backends::onednn {
+
+inline constexpr char kMaxIsaOption[] = "max_isa";
+
+// `name`: sse41, avx, avx2, avx2_vnni, avx512_core, avx512_core_vnni, avx512_core_bf16,
+// avx512_core_fp16, avx512_core_amx or default. InvalidArgument for another name, or when oneDNN
+// has already fixed its instruction set.
+runtime::Error set_max_isa(const char* name) noexcept;
+
+// The instruction set oneDNN dispatches to now (one of the names above).
+const char* effective_isa_name() noexcept;
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,92 @@
+"""Older instruction sets: capped with set_max_isa() (or ONEDNN_MAX_CPU_ISA), every model still runs
+and matches fp32 eager, bf16 included (oneDNN's bf16 convolutions need AVX512; without them a step is
+rebuilt in f32 with its bf16 data converted around it). Each scenario runs in a fresh process: oneDNN
+takes the cap only before its first kernel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+# Runs in the child: exports and runs the models under the cap, prints one line per check.
+CHILD = textwrap.dedent(
+    """
+    import sys, torch
+    import executorch.backends.onednn as onednn
+    if sys.argv[1] != "env":
+        onednn.set_max_isa(sys.argv[1])
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+    from examples.onednn.models import MODELS
+
+    def run(model, inputs, partitioner):
+        edge = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[partitioner])
+        program = Runtime.get().load_program(edge.to_executorch().buffer)
+        return program.load_method("forward").execute(list(inputs))[0]
+
+    for name in ("resnet_small", "transformer_encoder"):
+        model, inputs = MODELS[name]()
+        reference = model(*inputs)
+        scale = max(1.0, reference.abs().max().item())
+        for precision in ("fp32", "bf16"):
+            out = run(model, inputs, onednn.OneDnnPartitioner(precision=precision))
+            print("ERROR", name, precision, (out - reference).abs().max().item() / scale)
+        native = run(model.to(torch.bfloat16), tuple(x.to(torch.bfloat16) for x in inputs), onednn.OneDnnPartitioner())
+        print("ERROR", name, "native-bf16", (native.float() - reference).abs().max().item() / scale)
+    print("ISA", onednn.effective_isa())
+    """
+)
+TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2, "native-bf16": 2e-2}
+
+
+def run_capped(isa: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, isa], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("cap", "extra_env", "expected_isa"),
+    [("avx2", None, "avx2"), ("env", {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "avx2"), ("sse41", None, "sse41")],
+    ids=["set_max_isa-avx2", "ONEDNN_MAX_CPU_ISA-avx2", "set_max_isa-sse41"],
+)
+def test_capped_instruction_set_runs_every_precision_within_tolerance(
+    cap: str, extra_env: dict[str, str] | None, expected_isa: str
+) -> None:
+    child = run_capped(cap, extra_env)
+    assert child.returncode == 0, f"child failed ({child.returncode}):\n{child.stderr[-3000:]}"
+    lines = [line.split() for line in child.stdout.splitlines()]
+    assert ["ISA", expected_isa] in lines, child.stdout
+    errors = [(name, precision, float(error)) for tag, name, precision, error in (x for x in lines if x[0] == "ERROR")]
+    assert len(errors) == 6, child.stdout
+    for name, precision, error in errors:
+        assert error <= TOLERANCE[precision], f"{name} {precision} under {expected_isa}: error {error:.3g}"
+
+
+def test_cap_is_refused_once_onednn_has_started() -> None:
+    script = textwrap.dedent(
+        """
+        import executorch.backends.onednn as onednn
+        onednn.effective_isa()  # fixes oneDNN's instruction set, as loading a program does
+        try:
+            onednn.set_max_isa("avx2")
+        except ValueError as error:
+            print("REFUSED", error)
+        try:
+            onednn.set_max_isa("avx9000")
+        except ValueError as error:
+            print("UNKNOWN", error)
+        """
+    )
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "REFUSED" in child.stdout and "UNKNOWN" in child.stdout, child.stdout
