@@ -1,7 +1,7 @@
 """The main job: export a built-in model with the oneDNN delegate, run it through the ExecuTorch
 runtime, check it against eager PyTorch, and time it next to XNNPACK and the non-delegated runtime.
 
-    python -m examples.onednn.run_model --model resnet18
+    python -m examples.onednn.run_model --model resnet18 [--precision bf16]
 """
 
 from __future__ import annotations
@@ -33,11 +33,17 @@ class Flow:
     runs_divisor: int = 1
 
 
-FLOWS = [
-    Flow("onednn", lambda: [OneDnnPartitioner()]),
-    Flow("xnnpack", lambda: [XnnpackPartitioner()]),
-    Flow("no delegate", lambda: [], runs_divisor=10),
-]
+def flows(precision: str) -> list[Flow]:
+    ours = "onednn" if precision == "fp32" else f"onednn, precision={precision}"
+    return [
+        Flow(ours, lambda: [OneDnnPartitioner(precision=precision)]),
+        Flow("xnnpack", lambda: [XnnpackPartitioner()]),
+        Flow("no delegate", lambda: [], runs_divisor=10),
+    ]
+
+
+# Max error relative to the output's largest magnitude, per precision inside the delegate.
+DEFAULT_TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2}
 
 
 @dataclass
@@ -84,8 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="resnet18", choices=sorted(MODELS))
     parser.add_argument("--runs", type=int, default=30, help="timed runs per delegated flow")
     parser.add_argument("--threads", type=int, default=0, help="eager PyTorch threads (0: all cores)")
-    parser.add_argument("--tolerance", type=float, default=1e-4, help="max error relative to the output's max")
+    parser.add_argument(
+        "--precision", default="fp32", choices=sorted(DEFAULT_TOLERANCE), help="what the delegate computes in"
+    )
+    parser.add_argument(
+        "--tolerance", type=float, default=None, help="max error relative to the output's max (1e-4; bf16: 2e-2)"
+    )
     args = parser.parse_args(argv)
+    tolerance = DEFAULT_TOLERANCE[args.precision] if args.tolerance is None else args.tolerance
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -97,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = [eager] if isinstance(eager, torch.Tensor) else list(eager)
 
     print(f"model {args.model}, inputs {[tuple(t.shape) for t in inputs]}, {torch.get_num_threads()} threads")
-    results = [run_flow(flow, model, inputs, expected, args.runs) for flow in FLOWS]
+    results = [run_flow(flow, model, inputs, expected, args.runs) for flow in flows(args.precision)]
     xnnpack_ms = next(r.median_ms for r in results if r.name == "xnnpack")
     print("\n| flow | delegate calls | median ms | IQR ms | vs XNNPACK | max rel. error vs eager |")
     print("|---|---|---|---|---|---|")
@@ -106,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         cells = [r.name, str(r.delegate_calls), f"{r.median_ms:.2f}", f"{r.spread_ms:.2f}", f"{speedup:.2f}x"]
         print("| " + " | ".join([*cells, f"{r.max_rel_error:.2e}"]) + " |")
     ours = results[0]
-    ok = ours.max_rel_error <= args.tolerance and ours.delegate_calls >= 1
+    ok = ours.max_rel_error <= tolerance and ours.delegate_calls >= 1
     verdict = "matches eager" if ok else "DOES NOT match eager (or was not delegated)"
-    print(f"\nOneDnnBackend {verdict}: max relative error {ours.max_rel_error:.2e} (tolerance {args.tolerance:.0e})")
+    print(f"\nOneDnnBackend {verdict}: max relative error {ours.max_rel_error:.2e} (tolerance {tolerance:.0e})")
     return 0 if ok else 1
 
 
