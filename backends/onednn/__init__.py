@@ -8,7 +8,7 @@ process, so `.pte` files using the delegate run through `executorch.runtime` wit
 
 from ._runtime import effective_isa, get_num_threads, library_path, load_runtime, set_max_isa, set_num_threads
 from .onednn_preprocess import OneDnnBackend
-from .partition import OneDnnPartitioner
+from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
 
 try:
     load_runtime()
@@ -18,6 +18,7 @@ except ImportError as _error:  # AOT export still works without the runtime libr
     warnings.warn(f"OneDnnBackend runtime not loaded: {_error}", RuntimeWarning, stacklevel=2)
 
 __all__ = [
+    "ComputeBf16FallbacksInFp32",
     "OneDnnBackend",
     "OneDnnPartitioner",
     "effective_isa",

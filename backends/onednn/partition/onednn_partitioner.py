@@ -102,8 +102,9 @@ def _warn_about_bf16_fallbacks(ep: ExportedProgram, rejections: dict[str, str]) 
     if left:
         warnings.warn(
             "OneDnnPartitioner leaves these bf16 computations to ExecuTorch's own kernels, whose bf16 "
-            "results can be far from fp32; compute them in fp32 (cast around them) or keep the model "
-            f"in fp32 with precision='bf16': {'; '.join(left)}",
+            "results can be far from fp32; lower with transform_passes=[ComputeBf16FallbacksInFp32()] "
+            "(ops without a oneDNN rule then compute in fp32), or keep the model in fp32 with "
+            f"precision='bf16': {'; '.join(left)}",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import warnings
 
+import executorch.exir as exir
 import pytest
 import torch
-from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner
 from executorch.backends.onednn.serialization.schema import DType, StepKind
 from test_ops import CASES, OpCase
-from tester import execute, flatten_outputs, lower, mismatch
+from tester import classify, execute, flatten_outputs, lower, mismatch
 from torch import nn
 
 from examples.onednn.models import MODELS
@@ -162,3 +163,22 @@ def test_fp32_computation_left_to_executorch_is_not_reported() -> None:
         warnings.simplefilter("error", RuntimeWarning)
         lowered = lower(CumsumBetweenLinears(), (torch.randn(2, 8),))
     assert lowered.undelegated_compute == ["aten::cumsum"]
+
+
+def test_bf16_ops_without_a_rule_compute_in_fp32_with_the_transform_pass() -> None:
+    model, inputs = CumsumBetweenLinears().to(torch.bfloat16), (torch.randn(2, 8, dtype=torch.bfloat16),)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # nothing bf16 is left to ExecuTorch's kernels
+        edge = exir.to_edge_transform_and_lower(
+            torch.export.export(model, inputs),
+            transform_passes=[ComputeBf16FallbacksInFp32()],
+            partitioner=[OneDnnPartitioner()],
+        )
+    calls, compute, _ = classify(edge.exported_program().graph)
+    assert calls == 2 and compute == ["aten::cumsum"]
+    cumsum = next(node for node in edge.exported_program().graph.nodes if "cumsum" in str(node.target))
+    assert cumsum.meta["val"].dtype == torch.float32
+    outputs = execute(edge.to_executorch().buffer, inputs)
+    assert outputs[0].dtype == torch.bfloat16
+    problem = mismatch("cumsum island", [outputs[0].float()], fp32_reference(model, inputs), OP_TOLERANCE)
+    assert problem is None, problem
