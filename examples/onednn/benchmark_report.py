@@ -85,6 +85,40 @@ def _ratios(results: Results, flow: str) -> list[float]:
     return [e["vs_xnnpack"] for e in entries if e.get("vs_xnnpack")]
 
 
+def _median(model: dict[str, Any], flow: str) -> float | None:
+    entry = model["flows"].get(flow, {})
+    return entry["median_ms"] if entry.get("status") == "ok" else None
+
+
+def _speed(peer_ms: float | None, ours_ms: float | None) -> float | None:
+    return peer_ms / ours_ms if peer_ms and ours_ms else None
+
+
+def targets_table(results: Results) -> list[str]:
+    """The issues' comparisons: fp32 against the faster of XNNPACK and ONNX Runtime; bf16 (precision="bf16")
+    against OpenVINO (bf16 on such CPUs) and against XNNPACK fp32, with the bf16 error against fp32."""
+    header = ["model", "fp32: ours vs best of XNNPACK/ORT", "bf16: ours vs OpenVINO", "bf16: ours vs XNNPACK fp32",
+              "bf16 max rel. error"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    columns: list[list[float]] = [[], [], []]
+    for model in results["models"].values():
+        peers = [ms for ms in (_median(model, "xnnpack"), _median(model, "onnxruntime")) if ms]
+        speeds = [
+            _speed(min(peers) if peers else None, _median(model, "onednn")),
+            _speed(_median(model, "openvino"), _median(model, "onednn-bf16")),
+            _speed(_median(model, "xnnpack"), _median(model, "onednn-bf16")),
+        ]
+        for column, speed in zip(columns, speeds):
+            if speed:
+                column.append(speed)
+        bf16 = model["flows"].get("onednn-bf16", {})
+        error = f"{bf16['max_rel_error']:.1e}" if bf16.get("status") == "ok" else "-"
+        lines.append("| " + " | ".join([model["label"], *(_ratio(s) if s else "-" for s in speeds), error]) + " |")
+    means = [f"{_ratio(geometric_mean(c))} ({len(c)} models)" if c else "-" for c in columns]
+    lines.append("| " + " | ".join(["**geometric mean**", *means, ""]) + " |")
+    return lines
+
+
 def detail_table(results: Results) -> list[str]:
     header = ["model", "flow", "median ms", "p10-p90 ms", "IQR ms", "vs XNNPACK", "max rel. error",
               "load+init ms", "peak MiB", "runs", "delegate calls"]  # fmt: skip
@@ -130,6 +164,8 @@ def machine_lines(results: Results) -> list[str]:
 def _body(results: Results) -> list[str]:
     lines = [*machine_lines(results), "", "## Speed relative to XNNPACK", ""]
     lines += ["xnnpack_ms / flow_ms (median latency): above 1 is faster than XNNPACK.", "", *summary_table(results)]
+    lines += ["", "## Against the targets", "", "peer_ms / our_ms: above 1 is faster than the peer.", ""]
+    lines += targets_table(results)
     lines += ["", "## All numbers", "", *detail_table(results), "", MEMORY_NOTE, ""]
     return lines + [f"- {note}" for note in results.get("notes", [])]
 
@@ -140,7 +176,9 @@ def markdown(results: Results) -> str:
 
 def benchmarks_page(results: Results, command: str) -> str:
     """BENCHMARKS.md: the page committed to the repository."""
-    lines = ["# Benchmarks", "", "Latency of one inference (batch as listed), fp32, random weights.", ""]
+    lines = ["# Benchmarks", "", "Latency of one inference (batch as listed), fp32 models with random weights; "
+             '"precision=bf16" computes them in bf16 inside our delegate (inputs and outputs fp32), and OpenVINO '
+             "computes in bf16 on CPUs with AVX512-BF16.", ""]
     lines += [*_body(results), "", "## How to reproduce", ""]
     lines += [f"`{command}` (writes `results/<date>/`; `--help` lists the options).", ""]
     return "\n".join(lines)
@@ -185,7 +223,7 @@ def bar_chart(results: Results, path: Path) -> None:
     left_out = ", ".join(flow.label for flow in FLOWS.values() if flow.slow)
     threads = results["settings"]["threads"]
     axes.set_title(
-        f"fp32, {results['machine']['cpu']}, {threads} thread{'s' if threads != 1 else ''} "
+        f"fp32 models, {results['machine']['cpu']}, {threads} thread{'s' if threads != 1 else ''} "
         f"(higher is faster; XNNPACK = 1; {left_out} not drawn)",
         fontsize="medium",
     )
