@@ -77,6 +77,49 @@ def _export_pte(partitioners: Callable[[], list[Any]]) -> Callable[[nn.Module, I
     return export
 
 
+# --- static int8 (PT2E): each delegate's own quantizer, calibrated on the same generated batches ----------
+CALIBRATION_BATCHES = 8
+
+
+def _calibration(inputs: Inputs) -> list[Inputs]:
+    """The benchmark inputs and perturbed copies (token ids are kept: they are the input's vocabulary)."""
+    generator = torch.Generator().manual_seed(1)
+    return [inputs] + [
+        tuple(x + 0.5 * torch.randn(x.shape, generator=generator) if x.is_floating_point() else x for x in inputs)
+        for _ in range(CALIBRATION_BATCHES - 1)
+    ]
+
+
+def _onednn_quantizer() -> Any:
+    from executorch.backends.onednn.quantizer import OneDnnQuantizer
+
+    return OneDnnQuantizer()
+
+
+def _xnnpack_quantizer() -> Any:
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+
+
+def _export_quantized_pte(
+    quantizer: Callable[[], Any], partitioners: Callable[[], list[Any]]
+) -> Callable[[nn.Module, Inputs, Path], dict[str, Any]]:
+    def export(model: nn.Module, inputs: Inputs, path: Path) -> dict[str, Any]:
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+        prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer())
+        with torch.no_grad():
+            for batch in _calibration(inputs):
+                prepared(*batch)
+        return _export_pte(partitioners)(convert_pt2e(prepared), inputs, path)
+
+    return export
+
+
 def _setup_executorch(*registering: str) -> Callable[[int], None]:
     """Imports the runtime (and the modules that register the delegate's C++ side), sizes its threadpool."""
 
@@ -184,6 +227,16 @@ FLOWS: dict[str, Flow] = {
         ),
         Flow(
             "onnxruntime", "ONNX Runtime (CPU EP)", ".onnx", _export_onnx, _setup_onnxruntime, _load_onnxruntime
+        ),
+        # Static int8 (PT2E), each delegate with its own quantizer and the same calibration batches.
+        Flow(
+            "onednn-int8", "ExecuTorch + oneDNN int8 (ours)", ".pte",
+            _export_quantized_pte(_onednn_quantizer, _onednn),
+            _setup_executorch("executorch.backends.onednn"), _load_pte,
+        ),
+        Flow(
+            "xnnpack-int8", "ExecuTorch + XNNPACK int8", ".pte", _export_quantized_pte(_xnnpack_quantizer, _xnnpack),
+            _setup_executorch(), _load_pte,
         ),
         Flow(
             "openvino", "ExecuTorch + OpenVINO (bf16 on AVX512-BF16 CPUs)", ".pte", _export_pte(_openvino),
