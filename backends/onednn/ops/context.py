@@ -13,6 +13,8 @@ from ..serialization.payload import Graph, Step
 from ..serialization.schema import MAX_RANK, NO_VALUE, TORCH_TO_DTYPE, DType, StepKind
 
 SUPPORTED_DTYPES = {torch.float32, torch.bfloat16}
+# Quantized activations (between a quantize and a dequantize) exist only inside the delegate.
+INT8_DTYPES = {torch.uint8, torch.int8}
 
 
 class Unsupported(Exception):
@@ -36,12 +38,12 @@ def fake_tensor(node: Node) -> torch.Tensor:
 def node_dtype(node: Node) -> DType:
     """The payload type of the node's (first) result."""
     dtype = fake_tensor(node).dtype
-    if dtype not in SUPPORTED_DTYPES:
+    if dtype not in SUPPORTED_DTYPES | INT8_DTYPES:
         raise Unsupported(f"{node.name} has dtype {dtype}")
     return TORCH_TO_DTYPE[dtype]
 
 
-def static_dims(node: Node) -> tuple[int, ...]:
+def static_dims(node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> tuple[int, ...]:
     tensor = fake_tensor(node)
     dims = []
     for size in tensor.shape:
@@ -52,7 +54,7 @@ def static_dims(node: Node) -> tuple[int, ...]:
         raise Unsupported(f"{node.name} has rank {len(dims)} > {MAX_RANK}")
     if 0 in dims:
         raise Unsupported(f"{node.name} is an empty tensor")
-    if tensor.dtype not in SUPPORTED_DTYPES:
+    if tensor.dtype not in dtypes:
         raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
     return tuple(dims)
 
@@ -149,7 +151,7 @@ class LoweringContext:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
         else:
-            value_id = self.graph.add_value(node_dtype(node), static_dims(node))
+            value_id = self.graph.add_value(node_dtype(node), static_dims(node, SUPPORTED_DTYPES | INT8_DTYPES))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id
@@ -174,9 +176,9 @@ class LoweringContext:
     def new_value(self, dims: tuple[int, ...], dtype: DType) -> int:
         return self.graph.add_value(dtype, dims)
 
-    def output(self, node: Node) -> int:
+    def output(self, node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
         """A fresh value for the node's (first) result."""
-        value_id = self.new_value(static_dims(node), node_dtype(node))
+        value_id = self.new_value(static_dims(node, dtypes), node_dtype(node))
         self.node_values[node] = value_id
         return value_id
 
