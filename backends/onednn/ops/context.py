@@ -59,6 +59,13 @@ def static_dims(node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> tupl
     return tuple(dims)
 
 
+def _is_quantize(node: Node) -> bool:
+    return (
+        node.op == "call_function"
+        and aten_op(node.target) == torch.ops.quantized_decomposed.quantize_per_tensor.default
+    )
+
+
 # Subgraphs computing constants (a causal mask from arange/where, ...) are folded ahead of time up to
 # this many bytes per folded tensor.
 MAX_FOLDED_BYTES = 64 << 20
@@ -151,7 +158,10 @@ class LoweringContext:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
         else:
-            value_id = self.graph.add_value(node_dtype(node), static_dims(node, SUPPORTED_DTYPES | INT8_DTYPES))
+            # An int8 input is only the result of a quantize the partition also takes (whose checks
+            # ensure it), never a delegate input.
+            dtypes = SUPPORTED_DTYPES | INT8_DTYPES if _is_quantize(node) else SUPPORTED_DTYPES
+            value_id = self.graph.add_value(node_dtype(node), static_dims(node, dtypes))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id

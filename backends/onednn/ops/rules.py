@@ -322,7 +322,7 @@ def int8_operands(ctx: LoweringContext, x: object, w: object) -> Int8Operands | 
     return Int8Operands(
         src,
         weights,
-        {"src_zero_point": [zero_point]},
+        {"src_zero_point": [zero_point]} if zero_point else {},
         {"src_scale": [scale], "weight_scales": [1.0] * scales.numel() if fake else scales.double().tolist()},
     )
 

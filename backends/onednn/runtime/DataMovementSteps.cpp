@@ -64,6 +64,12 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
     graph.add_reorder(source, destination);
     return;
   }
+  // oneDNN 3.2's jit reorder dropped the src zero point when it also changed the layout (u8 NHWC ->
+  // f32 NCHW, 1x64x7x7): the quantization reorder reads plain memory.
+  const bool copy = !step.has("permutation") && !step.has("offsets");
+  if (copy && graph.buffer_desc(source) != graph.plain(src)) {
+    source = graph.plain_input(src);
+  }
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
   quantization.apply(attr);
   const dnnl::reorder::primitive_desc pd(

@@ -140,6 +140,8 @@ def cases() -> list[Case]:
         Case("linear_relu_linear", Mlp(), (torch.randn(4, 32),), 2),
         Case("linear_3d_input", nn.Linear(32, 16), (torch.randn(2, 5, 32),), 1),
         Case("small_cnn", SmallCnn(), (torch.randn(2, 3, 16, 16),), 3),
+        # A 7x7 output in NHWC: oneDNN 3.2's layout-changing reorder dropped the dequantize's zero point.
+        Case("conv_7x7_64_channels", nn.Conv2d(64, 64, 3, padding=1), (torch.randn(1, 64, 7, 7),), 1),
     ]
 
 
