@@ -295,3 +295,18 @@ def test_bf16_precision_leaves_int8_steps_alone() -> None:
     step = output_scale(converted)
     error = (got - reference).abs().max().item()
     assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+
+
+class ScaleBytes(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.float32) * 0.5
+
+
+def test_uint8_model_input_is_not_a_delegate_input() -> None:
+    example = (torch.randint(0, 255, (2, 8), dtype=torch.uint8),)
+    lowered = lower(ScaleBytes(), example)
+    for graph in lowered.payloads():
+        for value_id in graph.inputs:
+            assert graph.values[value_id].dtype in (DType.F32, DType.BF16), lowered.describe()
+    (got,) = execute(lowered.buffer, example)
+    assert torch.equal(got, example[0].float() * 0.5)
