@@ -249,7 +249,6 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
 # --- static int8: quantize, dequantize, and int8 operands of convolution and matmul ---------------
 qd = torch.ops.quantized_decomposed
 QUANT_RANGES = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
-QUANT_DTYPES = {torch.uint8: DType.U8, torch.int8: DType.S8}
 
 
 def per_tensor_params(node: Node) -> tuple[float, int, torch.dtype]:
