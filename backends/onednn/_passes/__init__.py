@@ -8,10 +8,11 @@ from ..serialization.payload import Graph
 from .compact import drop_unused
 from .fold_batch_norm import fold_batch_norm
 from .fuse_post_ops import fuse_post_ops
+from .fuse_requantize import fuse_requantize
 from .mixed_precision import compute_in_bf16
 
 GraphPass = Callable[[Graph], Graph]
-PASSES: list[GraphPass] = [fold_batch_norm, fuse_post_ops, drop_unused]
+PASSES: list[GraphPass] = [fold_batch_norm, fuse_post_ops, fuse_requantize, drop_unused]
 
 
 def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
@@ -20,4 +21,12 @@ def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
     return graph
 
 
-__all__ = ["PASSES", "compute_in_bf16", "drop_unused", "fold_batch_norm", "fuse_post_ops", "run_passes"]
+__all__ = [
+    "PASSES",
+    "compute_in_bf16",
+    "drop_unused",
+    "fold_batch_norm",
+    "fuse_post_ops",
+    "fuse_requantize",
+    "run_passes",
+]

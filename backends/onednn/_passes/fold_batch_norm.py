@@ -17,7 +17,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
         producers, consumers = graph.producers(), graph.consumers()
         src = norm.inputs[0]
         conv = graph.steps[producers[src]] if src in producers else None
-        if conv is None or conv.kind != StepKind.CONVOLUTION or "post_ops" in conv.ints:
+        if conv is None or conv.kind != StepKind.CONVOLUTION or "post_ops" in conv.ints or "src_scale" in conv.floats:
             continue
         if consumers[src] != [index - 1] or src in graph.outputs:
             continue

@@ -21,6 +21,8 @@ FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER}
 def compute_in_bf16(graph: Graph) -> Graph:
     boundary = set(graph.inputs) | set(graph.outputs)
     for step in graph.steps:
+        if "src_scale" in step.floats or "dst_scale" in step.floats:
+            continue  # int8 steps and quantize/dequantize keep the types the quantization chose
         if step.kind in MATRIX_STEPS:
             step.ints["compute_bf16"] = [1]
         for value_id in step.outputs:

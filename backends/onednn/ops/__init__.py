@@ -8,7 +8,15 @@ from torch.fx import Node
 
 from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
-from .context import SUPPORTED_DTYPES, LoweringContext, Unsupported, aten_op, constant_evaluator, static_dims
+from .context import (
+    SUPPORTED_DTYPES,
+    LoweringContext,
+    Unsupported,
+    aten_op,
+    constant_evaluator,
+    fake_tensor,
+    static_dims,
+)
 from .rules import KEEP_WHOLE, OP_RULES, OpRule
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
@@ -55,6 +63,8 @@ def lower_program(ep: ExportedProgram) -> Graph:
     user_inputs = set(ep.graph_signature.user_inputs)
     for node in ep.graph.nodes:
         if node.op == "placeholder" and node.name in user_inputs:
+            if fake_tensor(node).dtype not in SUPPORTED_DTYPES:
+                raise Unsupported(f"delegate input {node.name} has dtype {fake_tensor(node).dtype}")
             ctx.value(node)
         elif node.op == "call_function":
             if ctx.constants.evaluate(node) is not None:

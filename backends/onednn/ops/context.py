@@ -13,6 +13,8 @@ from ..serialization.payload import Graph, Step
 from ..serialization.schema import MAX_RANK, NO_VALUE, TORCH_TO_DTYPE, DType, StepKind
 
 SUPPORTED_DTYPES = {torch.float32, torch.bfloat16}
+# Quantized activations (between a quantize and a dequantize) exist only inside the delegate.
+INT8_DTYPES = {torch.uint8, torch.int8}
 
 
 class Unsupported(Exception):
@@ -36,12 +38,12 @@ def fake_tensor(node: Node) -> torch.Tensor:
 def node_dtype(node: Node) -> DType:
     """The payload type of the node's (first) result."""
     dtype = fake_tensor(node).dtype
-    if dtype not in SUPPORTED_DTYPES:
+    if dtype not in SUPPORTED_DTYPES | INT8_DTYPES:
         raise Unsupported(f"{node.name} has dtype {dtype}")
     return TORCH_TO_DTYPE[dtype]
 
 
-def static_dims(node: Node) -> tuple[int, ...]:
+def static_dims(node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> tuple[int, ...]:
     tensor = fake_tensor(node)
     dims = []
     for size in tensor.shape:
@@ -52,9 +54,16 @@ def static_dims(node: Node) -> tuple[int, ...]:
         raise Unsupported(f"{node.name} has rank {len(dims)} > {MAX_RANK}")
     if 0 in dims:
         raise Unsupported(f"{node.name} is an empty tensor")
-    if tensor.dtype not in SUPPORTED_DTYPES:
+    if tensor.dtype not in dtypes:
         raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
     return tuple(dims)
+
+
+def _is_quantize(node: Node) -> bool:
+    return (
+        node.op == "call_function"
+        and aten_op(node.target) == torch.ops.quantized_decomposed.quantize_per_tensor.default
+    )
 
 
 # Subgraphs computing constants (a causal mask from arange/where, ...) are folded ahead of time up to
@@ -149,7 +158,10 @@ class LoweringContext:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
         else:
-            value_id = self.graph.add_value(node_dtype(node), static_dims(node))
+            # An int8 input is only the result of a quantize the partition also takes (whose checks
+            # ensure it), never a delegate input.
+            dtypes = SUPPORTED_DTYPES | INT8_DTYPES if _is_quantize(node) else SUPPORTED_DTYPES
+            value_id = self.graph.add_value(node_dtype(node), static_dims(node, dtypes))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id
@@ -174,9 +186,9 @@ class LoweringContext:
     def new_value(self, dims: tuple[int, ...], dtype: DType) -> int:
         return self.graph.add_value(dtype, dims)
 
-    def output(self, node: Node) -> int:
+    def output(self, node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
         """A fresh value for the node's (first) result."""
-        value_id = self.new_value(static_dims(node), node_dtype(node))
+        value_id = self.new_value(static_dims(node, dtypes), node_dtype(node))
         self.node_values[node] = value_id
         return value_id
 

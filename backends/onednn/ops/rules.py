@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.ao.quantization.fx._decomposed  # registers the quantized_decomposed ops
+from torch._subclasses.fake_tensor import is_fake
 from torch.fx import Node
 
 from ..serialization.schema import (
@@ -244,10 +246,95 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
     return OpRule(lower)
 
 
+# --- static int8: quantize, dequantize, and int8 operands of convolution and matmul ---------------
+qd = torch.ops.quantized_decomposed
+QUANT_RANGES = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
+
+
+def per_tensor_params(node: Node) -> tuple[float, int, torch.dtype]:
+    """(scale, zero point, dtype) of a quantize/dequantize_per_tensor over the dtype's full range."""
+    _x, scale, zero_point, quant_min, quant_max, dtype = node.args[:6]
+    if dtype not in QUANT_RANGES:
+        raise Unsupported(f"quantized dtype {dtype}")
+    if (quant_min, quant_max) != QUANT_RANGES[dtype]:  # type: ignore[index]
+        raise Unsupported(f"quantization range [{quant_min}, {quant_max}] narrower than {dtype}")
+    if not isinstance(scale, float) or not isinstance(zero_point, int) or not scale > 0:
+        raise Unsupported("quantization with tensor or non-positive scale")
+    return scale, zero_point, dtype  # type: ignore[return-value]
+
+
+def lower_quantize(ctx: LoweringContext, node: Node) -> None:
+    scale, zero_point, dtype = per_tensor_params(node)
+    src = ctx.value(node.args[0])
+    if ctx.dtype(src) != DType.F32:
+        raise Unsupported("quantize of a non-fp32 tensor")
+    dst = ctx.output(node, {dtype})
+    ctx.emit(StepKind.REORDER, [src], [dst], {"dst_zero_point": [zero_point]}, {"dst_scale": [scale]})
+
+
+def lower_dequantize(ctx: LoweringContext, node: Node) -> None:
+    scale, zero_point, _dtype = per_tensor_params(node)
+    if node.kwargs.get("out_dtype") not in (None, torch.float32):
+        raise Unsupported("dequantize to a type other than fp32")
+    src = ctx.value(node.args[0])
+    if ctx.dtype(src) not in (DType.U8, DType.S8):
+        raise Unsupported("dequantize of a non-int8 tensor")
+    dst = ctx.output(node)
+    ctx.emit(StepKind.REORDER, [src], [dst], {"src_zero_point": [zero_point]}, {"src_scale": [scale]})
+
+
+def quantized_outputs_stay_inside(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    if not all(supported(user) for user in node.users):
+        return f"{node.name}: int8 results may not leave the delegate"
+    return None
+
+
+@dataclass(frozen=True)
+class Int8Operands:
+    src: int  # the u8/s8 activation, read before its dequantize
+    weights: int  # s8 constant
+    ints: dict[str, list[int]]
+    floats: dict[str, list[float]]
+
+
+def int8_operands(ctx: LoweringContext, x: object, w: object) -> Int8Operands | None:
+    """dequantize_per_tensor(x_q) and dequantize_per_channel(w_q constant, axis 0, symmetric), as the
+    int8 operands of one primitive; None when the operands are not that pattern (the op then runs in
+    fp32 on the dequantized values, which is exact too)."""
+    if not (_is(x, qd.dequantize_per_tensor.default) and _is(w, qd.dequantize_per_channel.default)):
+        return None
+    if x.kwargs.get("out_dtype") not in (None, torch.float32) or w.kwargs.get("out_dtype") not in (None, torch.float32):  # type: ignore[union-attr]
+        return None
+    scale, zero_point, _dtype = per_tensor_params(x)  # type: ignore[arg-type]
+    w_q, scales, zero_points, axis, quant_min, _quant_max, w_dtype = w.args[:7]  # type: ignore[union-attr]
+    data, scales, zero_points = (ctx.constant_node_data(n) for n in (w_q, scales, zero_points))
+    if data is None or scales is None or zero_points is None or w_dtype != torch.int8 or data.dtype != torch.int8:
+        return None
+    if axis != 0 or quant_min < -128:  # type: ignore[operator]
+        return None
+    # The partitioner's checks see fake constants: their values are checked when lowering for real.
+    fake = is_fake(zero_points) or is_fake(scales)
+    if not fake and (bool(zero_points.any()) or not bool((scales > 0).all())):
+        return None
+    src = ctx.value(x.args[0])  # type: ignore[union-attr]
+    weights = ctx.graph.add_constant(data.contiguous(), DType.S8)
+    return Int8Operands(
+        src,
+        weights,
+        {"src_zero_point": [zero_point]} if zero_point else {},
+        {"src_scale": [scale], "weight_scales": [1.0] * scales.numel() if fake else scales.double().tolist()},
+    )
+
+
 # --- convolution and matmul -----------------------------------------------------------------------
 def lower_convolution(ctx: LoweringContext, node: Node) -> None:
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
-    src, weights, bias = ctx.value(x), ctx.value(w), ctx.optional_value(b)
+    int8 = None if transposed else int8_operands(ctx, x, w)
+    if int8 is not None:
+        src, weights = int8.src, int8.weights
+    else:
+        src, weights = ctx.value(x), ctx.value(w)
+    bias = ctx.optional_value(b)
     rank = len(ctx.dims(src))
     if rank not in (3, 4, 5):
         raise Unsupported(f"convolution of rank {rank}")
@@ -266,17 +353,30 @@ def lower_convolution(ctx: LoweringContext, node: Node) -> None:
             raise Unsupported("output_padding on a forward convolution")
         padding_r, kind = pad, StepKind.CONVOLUTION
     ints = {"strides": strides, "padding_l": pad, "padding_r": padding_r, "dilation": dil, "groups": [int(groups)]}  # type: ignore[call-overload]
-    ctx.emit(kind, [src, weights, bias], [ctx.output(node)], ints)
+    if int8 is None:
+        ctx.emit(kind, [src, weights, bias], [ctx.output(node)], ints)
+    else:
+        ctx.emit(kind, [src, weights, bias], [ctx.output(node)], {**ints, **int8.ints}, int8.floats)
 
 
 def emit_matmul(ctx: LoweringContext, node: Node, a: object, b: object, bias: object, transpose_b: bool) -> None:
-    va, vb, vbias = ctx.value(a), ctx.value(b), ctx.optional_value(bias)
+    # int8 linear: weights [N, K] quantized per output feature (axis 0).
+    int8 = int8_operands(ctx, a, b) if transpose_b else None
+    if int8 is not None:
+        va, vb = int8.src, int8.weights
+    else:
+        va, vb = ctx.value(a), ctx.value(b)
+    vbias = ctx.optional_value(bias)
     out_dims = static_dims(node)
     if len(ctx.dims(va)) < 2 or len(ctx.dims(vb)) < 2 or len(out_dims) < 2:
         raise Unsupported("matmul operands and result must have rank >= 2")
     if vbias is not None and len(ctx.dims(vbias)) > len(out_dims):
         raise Unsupported("matmul bias of higher rank than the result")
-    ctx.emit(StepKind.MATMUL, [va, vb, vbias], [ctx.output(node)], {"transpose_b": [int(transpose_b)]})
+    ints = {"transpose_b": [int(transpose_b)]}
+    if int8 is None:
+        ctx.emit(StepKind.MATMUL, [va, vb, vbias], [ctx.output(node)], ints)
+    else:
+        ctx.emit(StepKind.MATMUL, [va, vb, vbias], [ctx.output(node)], {**ints, **int8.ints}, int8.floats)
 
 
 def lower_linear(ctx: LoweringContext, node: Node) -> None:
@@ -704,6 +804,8 @@ OP_RULES: dict[object, OpRule] = {
     torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
     torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),
     operator.getitem: OpRule(lower_getitem, compute=False),
+    qd.quantize_per_tensor.default: OpRule(lower_quantize, users_ok=quantized_outputs_stay_inside),
+    qd.dequantize_per_tensor.default: OpRule(lower_dequantize),
 }
 
 # Ops that ExecuTorch's default decompositions would break apart, though the runtime runs them whole.

@@ -13,7 +13,15 @@ using dnnl::prop_kind;
 // Convolutions and matmuls compute in bf16 when their activation input or output is bf16, or when
 // asked to (precision="bf16" between fp32 delegate inputs and outputs): oneDNN accumulates in f32 and
 // writes either type. Weights are converted to the compute type once, at init.
+// int8 steps (u8/s8 src) compute in their src's type with s8 weights.
+DataType weights_type(DataType compute) {
+  return is_int8(compute) ? DataType::s8 : compute;
+}
+
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
+  if (is_int8(graph.data_type(src))) {
+    return graph.data_type(src);
+  }
   if (graph.compute_in_f32()) {
     return DataType::f32;
   }
@@ -104,10 +112,15 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
         static_cast<long long>(shape.channels_out));
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
-  const dnnl::primitive_attr attr = attr_with(post_ops);
+  dnnl::primitive_attr attr = attr_with(post_ops);
   const DataType type = compute_type(step, graph, step.inputs[0]);
+  const int64_t groups = step.int_scalar("groups");
+  // Per output channel: grouped weights are [g, OC/g, ...], so the mask spans both dims.
+  const Quantization quantization =
+      read_quantization(step, graph, groups > 1 ? 0b11 : 0b1, shape.channels_out);
+  quantization.apply(attr);
   const memory::desc src_any = any_desc(shape.src, type);
-  const memory::desc weights_any = any_desc(shape.weights, type);
+  const memory::desc weights_any = any_desc(shape.weights, weights_type(type));
   const memory::desc dst_any = any_desc(shape.dst, graph.compute_type(step.outputs[0]));
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
@@ -139,6 +152,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     args.emplace_back(DNNL_ARG_BIAS, graph.input(step.inputs[2], pd.weights_desc(1)));
   }
   add_post_op_args(post_ops, pd, graph, args);
+  quantization.add_args(args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
   graph.add_primitive(primitive, pd, args);
 }
@@ -200,16 +214,21 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst).c_str());
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, dst);
+  dnnl::primitive_attr attr = attr_with(post_ops);
+  // Weight scales per output column n: the last dim of b.
+  const Quantization quantization = read_quantization(step, graph, 1 << (rank - 1), n);
+  quantization.apply(attr);
   // Constant weights get the layout oneDNN prefers; activations are read in place (converted
   // first when their type is not the compute type).
+  const DataType b_type = weights_type(type);
   const memory::desc b_desc =
-      graph.is_constant(b) ? any_desc(b_dims, type) : permuted_view(b_stored, order, type);
+      graph.is_constant(b) ? any_desc(b_dims, b_type) : permuted_view(b_stored, order, b_type);
   const memory::desc a_desc = plain_desc(a_dims, type);
   const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
   using Pd = dnnl::matmul::primitive_desc;
   const Pd pd = has_bias
-      ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr_with(post_ops))
-      : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr_with(post_ops));
+      ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr)
+      : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr);
 
   ArgList args;
   args.emplace_back(DNNL_ARG_SRC, operand(graph, a, a_dims, pd.src_desc()));
@@ -218,6 +237,7 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
     args.emplace_back(DNNL_ARG_BIAS, operand(graph, step.inputs[2], bias_dims, pd.bias_desc()));
   }
   add_post_op_args(post_ops, pd, graph, args);
+  quantization.add_args(args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   graph.add_primitive(dnnl::matmul(pd), pd, args);
 }

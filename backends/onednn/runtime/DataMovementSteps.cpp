@@ -57,7 +57,30 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
   }
-  graph.add_reorder(source, graph.define(step.outputs[0], graph.plain(step.outputs[0])));
+  const BufferId destination = graph.define(step.outputs[0], graph.plain(step.outputs[0]));
+  // Quantize (f32 -> u8/s8 with dst scale and zero point) or dequantize (the reverse, src ones).
+  const Quantization quantization = read_quantization(step, graph);
+  if (quantization.empty()) {
+    graph.add_reorder(source, destination);
+    return;
+  }
+  // oneDNN 3.2's jit reorder dropped the src zero point when it also changed the layout (u8 NHWC ->
+  // f32 NCHW, 1x64x7x7): the quantization reorder reads plain memory.
+  const bool copy = !step.has("permutation") && !step.has("offsets");
+  if (copy && graph.buffer_desc(source) != graph.plain(src)) {
+    source = graph.plain_input(src);
+  }
+  dnnl::primitive_attr attr = GraphBuilder::default_attr();
+  quantization.apply(attr);
+  const dnnl::reorder::primitive_desc pd(
+      graph.engine(),
+      graph.buffer_desc(source),
+      graph.engine(),
+      graph.buffer_desc(destination),
+      attr);
+  ArgList args{{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}};
+  quantization.add_args(args);
+  graph.add_primitive(dnnl::reorder(pd), pd, args);
 }
 
 // The output describes the input's plain bytes with new dims. Non-plain input is first reordered

@@ -210,6 +210,15 @@ BufferId GraphBuilder::scratch(const memory::desc& desc) {
   return add_buffer(std::move(buffer));
 }
 
+BufferId GraphBuilder::owned_constant(const memory::desc& desc, const void* data) {
+  Buffer buffer;
+  buffer.desc = desc;
+  buffer.storage = Storage::Owned;
+  const auto* first = static_cast<const uint8_t*>(data);
+  buffer.bytes.assign(first, first + desc.get_size());
+  return add_buffer(std::move(buffer));
+}
+
 void GraphBuilder::note_use(BufferId id) {
   Buffer& buffer = buffers_[root(id)];
   const auto position = static_cast<int64_t>(steps_.size());
@@ -371,6 +380,11 @@ memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& gra
       memory bound(desc, engine_, nullptr);
       graph.bindings_.push_back({bound, base.arg_index});
       return bound;
+    }
+    case Storage::Owned: {
+      memory owned(desc, engine_); // oneDNN allocates; graph.memories_ keeps it alive
+      std::memcpy(owned.get_data_handle(), base.bytes.data(), base.bytes.size());
+      return owned;
     }
     case Storage::Alias:
       break;

@@ -29,6 +29,7 @@ enum class Storage : uint8_t {
   Packed, // a constant converted into another layout, in the graph's block of packed weights
   Program, // a constant's bytes where the program's named data map keeps them (read only)
   Alias, // another buffer's bytes under another descriptor
+  Owned, // small bytes made at init (quantization scales and zero points), owned by the graph
 };
 
 struct Buffer {
@@ -41,6 +42,7 @@ struct Buffer {
   int64_t first_step = -1; // liveness (Arena roots), in recorded-step positions
   int64_t last_step = -1;
   size_t offset = 0; // Arena: in the arena; Packed: in the packed weights
+  std::vector<uint8_t> bytes; // Owned
 };
 
 using ArgList = std::vector<std::pair<int, BufferId>>;
@@ -65,10 +67,20 @@ class GraphBuilder {
   bool is_constant(uint32_t id) const {
     return payload_.values[id].is_constant;
   }
-  // The value's element type (F32 or BF16; the payload parser refuses others).
+  // The value's element type (the payload parser refuses F16 and S32 values).
   DataType data_type(uint32_t id) const {
-    return payload_.values[id].dtype == static_cast<uint8_t>(DType::BF16) ? DataType::bf16
-                                                                         : DataType::f32;
+    switch (static_cast<DType>(payload_.values[id].dtype)) {
+      case DType::BF16:
+        return DataType::bf16;
+      case DType::S8:
+        return DataType::s8;
+      case DType::U8:
+        return DataType::u8;
+      case DType::S32:
+        return DataType::s32;
+      default:
+        return DataType::f32;
+    }
   }
   memory::desc plain(uint32_t id) const {
     return plain_desc(dims(id), data_type(id));
@@ -127,6 +139,11 @@ class GraphBuilder {
   void finish_step();
   void define_as(uint32_t id, BufferId buffer);
   BufferId scratch(const memory::desc& desc);
+  // A constant made at init from `desc.get_size()` bytes at `data` (copied).
+  BufferId owned_constant(const memory::desc& desc, const void* data);
+  const memory::desc& buffer_desc(BufferId id) const {
+    return buffers_[id].desc;
+  }
 
   // Records a primitive to run in order; `pd` gives its scratchpad size.
   void add_primitive(

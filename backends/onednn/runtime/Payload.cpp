@@ -236,8 +236,10 @@ void validate_graph(const Payload& payload) {
   std::vector<Source> source(payload.values.size(), Source::None);
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
     const ValueRecord& value = payload.values[id];
-    if (value.dtype != static_cast<uint8_t>(DType::F32) &&
-        value.dtype != static_cast<uint8_t>(DType::BF16)) {
+    const auto dtype = static_cast<DType>(value.dtype);
+    const bool executed = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S8 ||
+        dtype == DType::U8;
+    if (!executed) {
       fail(Error::NotSupported,
            "value %u: dtype %s not supported by this runtime",
            id,
@@ -253,6 +255,17 @@ void validate_graph(const Payload& payload) {
         "graph input value %u is a constant or listed twice",
         id);
     source[id] = Source::GraphInput;
+  }
+  // int8 values live inside the graph only: its inputs and outputs are F32 or BF16 tensors.
+  for (const auto* list : {&payload.inputs, &payload.outputs}) {
+    for (uint32_t id : *list) {
+      const auto dtype = static_cast<DType>(payload.values[id].dtype);
+      ODNN_CHECK(
+          dtype == DType::F32 || dtype == DType::BF16,
+          "graph input or output value %u has dtype %s; only F32 and BF16 cross the border",
+          id,
+          dtype_name(payload.values[id].dtype));
+    }
   }
   for (uint32_t index = 0; index < payload.steps.size(); ++index) {
     const StepRecord& step = payload.steps[index];

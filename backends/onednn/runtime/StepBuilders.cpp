@@ -1,5 +1,7 @@
 #include "StepBuilders.h"
 
+#include <cmath>
+
 #include "Algorithms.h"
 #include "InitError.h"
 
@@ -98,6 +100,67 @@ dnnl::primitive_attr attr_with(const PostOps& post_ops) {
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
   attr.set_post_ops(post_ops.ops);
   return attr;
+}
+
+Quantization read_quantization(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    int weights_mask,
+    int64_t weight_count) {
+  Quantization quantization;
+  auto add_scales = [&](const char* name, int arg, int mask, int64_t count) {
+    if (!step.has(name)) {
+      return;
+    }
+    const std::vector<double> values = step.floats(name, static_cast<size_t>(count));
+    std::vector<float> scales(values.begin(), values.end());
+    for (float scale : scales) {
+      ODNN_CHECK(
+          std::isfinite(scale) && scale > 0.0f, "attribute '%s' holds a scale %g", name, scale);
+    }
+    const BufferId buffer =
+        graph.owned_constant(plain_desc({count}, DataType::f32), scales.data());
+    quantization.args.push_back({DNNL_ARG_ATTR_SCALES | arg, mask, buffer});
+  };
+  auto add_zero_point = [&](const char* name, int arg) {
+    if (!step.has(name)) {
+      return;
+    }
+    const int64_t value = step.int_scalar(name);
+    ODNN_CHECK(
+        value >= -128 && value <= 255,
+        "attribute '%s' = %lld is not an int8 zero point",
+        name,
+        static_cast<long long>(value));
+    const auto zero_point = static_cast<int32_t>(value);
+    const BufferId buffer = graph.owned_constant(plain_desc({1}, DataType::s32), &zero_point);
+    quantization.args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | arg, 0, buffer});
+  };
+  add_scales("src_scale", DNNL_ARG_SRC, 0, 1);
+  add_zero_point("src_zero_point", DNNL_ARG_SRC);
+  if (step.has("weight_scales")) {
+    ODNN_CHECK(weight_count > 0, "attribute 'weight_scales' on a step without weights");
+    add_scales("weight_scales", DNNL_ARG_WEIGHTS, weights_mask, weight_count);
+  }
+  add_scales("dst_scale", DNNL_ARG_DST, 0, 1);
+  add_zero_point("dst_zero_point", DNNL_ARG_DST);
+  return quantization;
+}
+
+void Quantization::apply(dnnl::primitive_attr& attr) const {
+  for (const Arg& arg : args) {
+    if ((arg.arg & DNNL_ARG_ATTR_SCALES) != 0) {
+      attr.set_scales_mask(arg.arg & ~DNNL_ARG_ATTR_SCALES, arg.mask);
+    } else {
+      attr.set_zero_points_mask(arg.arg & ~DNNL_ARG_ATTR_ZERO_POINTS, arg.mask);
+    }
+  }
+}
+
+void Quantization::add_args(ArgList& list) const {
+  for (const Arg& arg : args) {
+    list.emplace_back(arg.arg, arg.buffer);
+  }
 }
 
 BufferId operand(

@@ -58,6 +58,35 @@ void add_post_op_args(
 // The default attributes with the post-ops set.
 dnnl::primitive_attr attr_with(const PostOps& post_ops);
 
+// Static int8: the scales and zero points a step reads at run time, from its attributes
+// `src_scale`, `src_zero_point`, `weight_scales` (one per output channel), `dst_scale` and
+// `dst_zero_point`. oneDNN computes dst = po(src_scale * weight_scale * (src - src_zp) x weights
+// [+ bias]) / dst_scale + dst_zp, the same convention as PyTorch's quantize/dequantize.
+struct Quantization {
+  struct Arg {
+    int arg; // DNNL_ARG_ATTR_SCALES or DNNL_ARG_ATTR_ZERO_POINTS, or-ed with the argument
+    int mask;
+    BufferId buffer;
+  };
+  std::vector<Arg> args;
+  bool empty() const {
+    return args.empty();
+  }
+  void apply(dnnl::primitive_attr& attr) const;
+  void add_args(ArgList& list) const;
+};
+// `weights_mask`/`weight_count`: the per-channel mask and scale count of the weights (unused
+// when the step has no `weight_scales`).
+Quantization read_quantization(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    int weights_mask = 0,
+    int64_t weight_count = 0);
+
+inline bool is_int8(DataType type) {
+  return type == DataType::u8 || type == DataType::s8;
+}
+
 // `value` read as `dims` (its own dims, or the same bytes with 1s prepended) in layout `wanted`.
 BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, const memory::desc& wanted);
 

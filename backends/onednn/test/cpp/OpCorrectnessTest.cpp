@@ -1,5 +1,6 @@
 // Each test builds a small graph, runs it through the registered backend and compares against
 // the reference loops in ReferenceOps.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -146,6 +147,73 @@ TEST(OpCorrectness, GroupedStridedDeconv2dMatchesReference) {
   const auto outputs = run_model(model, {x});
   ASSERT_EQ(outputs.size(), 1u);
   expect_close(outputs[0], deconv2d_ref(p, x, w, bias), "deconv2d");
+}
+
+// Static int8: quantize (REORDER with a dst scale and zero point) -> int8 CONVOLUTION (u8 src, s8
+// weights with per-channel scales, relu, requantized to u8) -> dequantize (REORDER with src ones),
+// against the same arithmetic on the host. oneDNN may round the requantized value to the other
+// neighbour at a tie, so the result is held to one output quantization step.
+TEST(OpCorrectness, Int8ConvolutionWithFusedRequantizationMatchesQuantizedReference) {
+  Conv2dParams p{};
+  p.n = 1, p.ic = 2, p.ih = p.iw = 5, p.oc = 3, p.kh = p.kw = 3;
+  p.pad_top = p.pad_left = 1;
+  p.oh = p.ow = 5;
+  const float x_scale = 0.02f, y_scale = 0.015f;
+  const int64_t x_zero = 120, y_zero = 7;
+  const std::vector<double> w_scales = {0.01, 0.02, 0.005};
+  const auto x = random_values(p.n * p.ic * p.ih * p.iw, 21);
+  const auto w_real = random_values(p.oc * p.ic * p.kh * p.kw, 22);
+  const auto bias = random_values(p.oc, 23);
+  const size_t per_channel = w_real.size() / p.oc;
+  std::vector<uint8_t> w_bytes(w_real.size());
+  std::vector<float> w_dequantized(w_real.size());
+  for (size_t i = 0; i < w_real.size(); ++i) {
+    const double scale = w_scales[i / per_channel];
+    const auto q = static_cast<int8_t>(std::lround(std::clamp(w_real[i] / scale, -127.0, 127.0)));
+    w_bytes[i] = static_cast<uint8_t>(q);
+    w_dequantized[i] = static_cast<float>(q * scale);
+  }
+  auto quantize = [](float v, float scale, int64_t zero) {
+    return std::clamp(std::nearbyint(v / scale) + static_cast<float>(zero), 0.0f, 255.0f);
+  };
+  std::vector<float> x_dequantized(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x_dequantized[i] = (quantize(x[i], x_scale, x_zero) - x_zero) * x_scale;
+  }
+  std::vector<float> expected = relu_ref(conv2d_ref(p, x_dequantized, w_dequantized, bias));
+  for (float& v : expected) {
+    v = (quantize(v, y_scale, y_zero) - y_zero) * y_scale;
+  }
+
+  Model model;
+  model.data.add("int8_weights", w_bytes);
+  const uint32_t src = model.input({1, 2, 5, 5});
+  const uint32_t x_q = model.payload.value({1, 2, 5, 5}, "", /*U8*/ 5);
+  const uint32_t weights = model.payload.value({3, 2, 3, 3}, "int8_weights", /*S8*/ 4);
+  const uint32_t b = model.constant({3}, bias);
+  const uint32_t y_q = model.payload.value({1, 3, 5, 5}, "", 5);
+  const uint32_t dst = model.value({1, 3, 5, 5});
+  model.payload.step(Kind::Reorder, {src}, {x_q},
+                     {floats("dst_scale", {x_scale}), ints("dst_zero_point", {x_zero})});
+  auto attrs = conv_attrs(p, 1, 1);
+  attrs.push_back(ints("post_ops", {0, 0}));
+  attrs.push_back(floats("post_op_params", {0.0, 0.0}));
+  attrs.push_back(floats("src_scale", {x_scale}));
+  attrs.push_back(ints("src_zero_point", {x_zero}));
+  attrs.push_back(floats("weight_scales", w_scales));
+  attrs.push_back(floats("dst_scale", {y_scale}));
+  attrs.push_back(ints("dst_zero_point", {y_zero}));
+  model.payload.step(Kind::Convolution, {x_q, weights, b}, {y_q}, attrs);
+  model.payload.step(Kind::Reorder, {y_q}, {dst},
+                     {floats("src_scale", {y_scale}), ints("src_zero_point", {y_zero})});
+  model.output(dst, {1, 3, 5, 5});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_EQ(outputs[0].size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_LE(std::fabs(outputs[0][i] - expected[i]), y_scale * 1.001f)
+        << "element " << i << ": got " << outputs[0][i] << ", expected " << expected[i];
+  }
 }
 
 TEST(OpCorrectness, MatmulWithConstantTransposedWeightsAndBiasMatchesReference) {

@@ -183,6 +183,18 @@ TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::NotSupported);
 }
 
+// int8 values exist only inside a graph: its inputs and outputs are F32 or BF16 tensors.
+TEST(PayloadValidation, Int8GraphInputIsRejected) {
+  Model model;
+  const uint32_t src = model.payload.value({4}, "", /*U8*/ 5);
+  model.payload.input(src);
+  const uint32_t dst = model.payload.value({4});
+  model.payload.step(Kind::Reorder, {src}, {dst},
+                     {floats("src_scale", {0.5}), ints("src_zero_point", {0})});
+  model.payload.output(dst);
+  EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
+}
+
 size_t resident_kilobytes() {
   std::ifstream status("/proc/self/status");
   std::string line;

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from ..serialization.payload import Graph, Step
+from ..serialization.schema import StepKind
+
+INT8_HOSTS = {StepKind.CONVOLUTION, StepKind.MATMUL}
+
+
+def fuse_requantize(graph: Graph) -> Graph:
+    """An int8 convolution/matmul whose fp32 result only a quantize reads writes the int8 result itself.
+
+    oneDNN applies the dst scale and zero point after the post-ops, as quantize(relu(conv)) does.
+    """
+    index = 0
+    while index < len(graph.steps):
+        step = graph.steps[index]
+        host = _requantize_host(graph, index)
+        if host is None:
+            index += 1
+            continue
+        host.floats["dst_scale"] = list(step.floats["dst_scale"])
+        host.ints["dst_zero_point"] = list(step.ints["dst_zero_point"])
+        host.outputs = list(step.outputs)
+        del graph.steps[index]
+    return graph
+
+
+def _requantize_host(graph: Graph, index: int) -> Step | None:
+    step = graph.steps[index]
+    if step.kind != StepKind.REORDER or "dst_scale" not in step.floats or "src_scale" in step.floats:
+        return None
+    if "permutation" in step.ints or "offsets" in step.ints:
+        return None
+    src = step.inputs[0]
+    producers, consumers = graph.producers(), graph.consumers()
+    if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
+        return None
+    host = graph.steps[producers[src]]
+    if host.kind not in INT8_HOSTS or "src_scale" not in host.floats or "dst_scale" in host.floats:
+        return None
+    return host

@@ -1,0 +1,3 @@
+from .onednn_quantizer import OneDnnQuantizer
+
+__all__ = ["OneDnnQuantizer"]

@@ -1,0 +1,312 @@
+"""Static int8 through PT2E: OneDnnQuantizer annotations, the int8 steps they lower to, and numbers.
+
+Tolerances. The reference for the delegate is the converted PT2E model run eagerly (the same
+quantize/dequantize arithmetic in fp32). oneDNN accumulates the int8 products exactly in s32 and
+rounds once per requantization, where the reference rounds the fp32 sum of dequantized products: an
+intermediate value may land one quantization step away, and that step propagates. Outputs are held
+to QUANT_STEPS steps of the output's quantization scale. Against the fp32 model the error is the
+quantization error itself: held to FP32_TOLERANCE of the output's largest magnitude.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import pytest
+import torch
+from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn.quantizer import OneDnnQuantizer
+from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
+from executorch.backends.onednn.serialization.schema import DType, StepKind
+from tester import execute, flatten_outputs, lower
+from torch import nn
+from torchao.quantization.pt2e import MinMaxObserver, allow_exported_model_train_eval
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e.quantizer import QuantizationSpec
+
+qd = torch.ops.quantized_decomposed
+QUANT_STEPS = 2.0
+FP32_TOLERANCE = 0.05
+CALIBRATION_BATCHES = 8
+
+
+class Exported(nn.Module):
+    """The converted GraphModule behind a module whose eval() works (tester.lower calls it)."""
+
+    def __init__(self, graph_module: torch.fx.GraphModule) -> None:
+        super().__init__()
+        self.graph_module = graph_module
+
+    def forward(self, *inputs: torch.Tensor) -> object:
+        return self.graph_module(*inputs)
+
+
+def quantize(model: nn.Module, example: tuple[torch.Tensor, ...], quantizer: object = None) -> torch.fx.GraphModule:
+    """prepare_pt2e, calibrate on `example` and random inputs shaped like it, convert_pt2e."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_pt2e(torch.export.export(model.eval(), example).module(), quantizer or OneDnnQuantizer())
+        with torch.no_grad():
+            prepared(*example)  # the test's own input is part of the calibration data
+            for _ in range(CALIBRATION_BATCHES - 1):
+                prepared(*(torch.randn_like(x) for x in example))
+        converted = convert_pt2e(prepared)
+    allow_exported_model_train_eval(converted)  # tester.lower calls eval()
+    return converted
+
+
+def output_scale(converted: torch.fx.GraphModule) -> float:
+    """The scale of the dequantize producing the model's output."""
+    (out,) = [n for n in converted.graph.nodes if n.op == "output"]
+    (result,) = out.args[0]
+    assert result.target == qd.dequantize_per_tensor.default, f"output is {result.target}"
+    return float(result.args[1])
+
+
+def ops(graph: torch.fx.Graph, target: object) -> list[torch.fx.Node]:
+    return [n for n in graph.nodes if n.op == "call_function" and n.target == target]
+
+
+# --- models ---------------------------------------------------------------------------------------
+class ConvReluConv(nn.Module):
+    def __init__(self, groups: int = 1) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=groups)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv2(torch.relu(self.conv1(x)))
+
+
+class Conv1d(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(6, 12, 5, stride=2, padding=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+class Depthwise(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+class Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class SmallCnn(nn.Module):
+    """conv/relu pairs, a residual add and pooling left in fp32, a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.block = nn.Conv2d(16, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.stem(x))
+        y = torch.relu(self.block(y)) + y
+        return self.head(y.mean((2, 3)))
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    model: nn.Module
+    inputs: tuple[torch.Tensor, ...]
+    int8_steps: int  # CONVOLUTION/MATMUL steps expected to compute in int8
+
+
+def cases() -> list[Case]:
+    torch.manual_seed(0)
+    return [
+        Case("conv_relu_conv", ConvReluConv(), (torch.randn(2, 4, 10, 10),), 2),
+        Case("grouped_conv", ConvReluConv(groups=2), (torch.randn(1, 4, 9, 9),), 2),
+        Case("depthwise_conv", Depthwise(), (torch.randn(1, 8, 7, 7),), 1),
+        Case("conv1d_relu", Conv1d(), (torch.randn(2, 6, 20),), 1),
+        Case("linear_relu_linear", Mlp(), (torch.randn(4, 32),), 2),
+        Case("linear_3d_input", nn.Linear(32, 16), (torch.randn(2, 5, 32),), 1),
+        Case("small_cnn", SmallCnn(), (torch.randn(2, 3, 16, 16),), 3),
+        # A 7x7 output in NHWC: oneDNN 3.2's layout-changing reorder dropped the dequantize's zero point.
+        Case("conv_7x7_64_channels", nn.Conv2d(64, 64, 3, padding=1), (torch.randn(1, 64, 7, 7),), 1),
+    ]
+
+
+CASES = cases()
+
+
+# --- quantizer ------------------------------------------------------------------------------------
+def test_quantizer_puts_quantize_dequantize_around_conv_and_linear() -> None:
+    converted = quantize(SmallCnn(), (torch.randn(1, 3, 16, 16),))
+    graph = converted.graph
+    matrix_ops = ops(graph, torch.ops.aten.conv2d.default) + ops(graph, torch.ops.aten.linear.default)
+    assert len(matrix_ops) == 3
+    for node in matrix_ops:
+        x, w = node.args[:2]
+        assert x.target == qd.dequantize_per_tensor.default, f"{node.name} reads {x.target}"
+        assert x.args[-1] == torch.uint8, f"{node.name}: activation dtype {x.args[-1]}"
+        assert w.target == qd.dequantize_per_channel.default, f"{node.name} weights from {w.target}"
+        assert w.args[3:7] == (0, -127, 127, torch.int8), f"{node.name}: weight qparams {w.args[3:7]}"
+    # conv+relu is one pattern: the relu's output is quantized, the conv's is not.
+    for relu in ops(graph, torch.ops.aten.relu.default):
+        assert relu.args[0].target == torch.ops.aten.conv2d.default
+        assert next(u.target for u in relu.users) == qd.quantize_per_tensor.default
+        assert all(u.target != qd.quantize_per_tensor.default for u in relu.args[0].users)
+
+
+# --- lowering -------------------------------------------------------------------------------------
+def test_conv_relu_requantization_fuses_into_one_int8_convolution() -> None:
+    example = (torch.randn(2, 4, 10, 10),)
+    lowered = lower(Exported(quantize(ConvReluConv(), example)), example)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    kinds = [step.kind for step in graph.steps]
+    assert kinds == [StepKind.REORDER, StepKind.CONVOLUTION, StepKind.CONVOLUTION, StepKind.REORDER], kinds
+    quantize_input, conv1, conv2, dequantize_output = graph.steps
+    assert graph.values[quantize_input.outputs[0]].dtype == DType.U8 and "dst_scale" in quantize_input.floats
+    # conv1: u8 in, s8 weights, relu post-op, requantized to u8 by its dst scale and zero point.
+    assert graph.values[conv1.inputs[0]].dtype == DType.U8
+    assert graph.values[conv1.inputs[1]].dtype == DType.S8
+    assert graph.values[conv1.inputs[2]].dtype == DType.F32
+    assert len(conv1.floats["weight_scales"]) == 8
+    assert "post_ops" in conv1.ints and "dst_scale" in conv1.floats and "dst_zero_point" in conv1.ints
+    assert graph.values[conv1.outputs[0]].dtype == DType.U8
+    # conv2 reads conv1's u8 result directly and requantizes its output for the final dequantize.
+    assert conv2.inputs[0] == conv1.outputs[0]
+    assert graph.values[conv2.outputs[0]].dtype == DType.U8
+    assert "src_scale" in dequantize_output.floats and graph.values[dequantize_output.outputs[0]].dtype == DType.F32
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_int8_matches_quantized_reference_and_fp32(case: Case) -> None:
+    converted = quantize(case.model, case.inputs)
+    lowered = lower(Exported(converted), case.inputs)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, f"{case.id}: {lowered.describe()}"
+    steps = [s for g in lowered.payloads() for s in g.steps]
+    int8 = [s for s in steps if s.kind in (StepKind.CONVOLUTION, StepKind.MATMUL) and "src_scale" in s.floats]
+    assert len(int8) == case.int8_steps, f"{case.id}: {len(int8)} int8 steps, expected {case.int8_steps}"
+
+    (got,) = execute(lowered.buffer, case.inputs)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*case.inputs))
+        (fp32,) = flatten_outputs(case.model(*case.inputs))
+    step = output_scale(converted)
+    error = (got - reference).abs().max().item()
+    assert error <= QUANT_STEPS * step * (1 + 1e-5), (
+        f"{case.id}: max error {error:.4g} against the quantized reference exceeds {QUANT_STEPS} steps of {step:.4g}"
+    )
+    fp32_error = (got - fp32).abs().max().item()
+    bound = FP32_TOLERANCE * fp32.abs().max().item()
+    assert fp32_error <= bound, f"{case.id}: max error {fp32_error:.4g} against fp32 exceeds {bound:.4g}"
+
+
+# --- what is not int8 ----------------------------------------------------------------------------
+class PerTensorWeights(OneDnnQuantizer):
+    """Weights quantized per tensor: a pattern the int8 lowering refuses."""
+
+    def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+
+        super().annotate(model)
+        weight = QuantizationSpec(
+            dtype=torch.int8,
+            quant_min=-127,
+            quant_max=127,
+            qscheme=torch.per_tensor_symmetric,
+            observer_or_fake_quant_ctr=MinMaxObserver,
+        )
+        for node in model.graph.nodes:
+            annotation = node.meta.get(Q_ANNOTATION_KEY)
+            if annotation is not None and node.target == torch.ops.aten.conv2d.default:
+                annotation.input_qspec_map[node.args[1]] = weight
+                annotation.input_qspec_map[node.args[0]] = ACTIVATION
+        return model
+
+
+def test_unsupported_int8_pattern_runs_in_fp32_inside_the_delegate() -> None:
+    example = (torch.randn(2, 4, 10, 10),)
+    converted = quantize(ConvReluConv(), example, PerTensorWeights())
+    assert ops(converted.graph, qd.dequantize_per_tensor.default)
+    lowered = lower(Exported(converted), example)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    convs = [s for g in lowered.payloads() for s in g.steps if s.kind == StepKind.CONVOLUTION]
+    assert len(convs) == 2 and not any("src_scale" in s.floats for s in convs), [s.floats.keys() for s in convs]
+    (got,) = execute(lowered.buffer, example)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    # The same fp32 arithmetic as the reference, between the same int8 roundings.
+    step = output_scale(converted)
+    error = (got - reference).abs().max().item()
+    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+
+
+class ConvCumsumConv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv2(torch.cumsum(torch.relu(self.conv1(x)), dim=3))
+
+
+def test_op_without_rule_between_int8_convolutions_splits_the_delegate() -> None:
+    example = (torch.randn(1, 3, 8, 8),)
+    converted = quantize(ConvCumsumConv(), example)
+    lowered = lower(Exported(converted), example)
+    assert lowered.delegate_calls == 2, lowered.describe()
+    assert lowered.undelegated_compute == ["aten::cumsum"], lowered.describe()
+    # No int8 tensor crosses a delegate border: each side dequantizes/quantizes inside.
+    for graph in lowered.payloads():
+        for value_id in graph.inputs + graph.outputs:
+            assert graph.values[value_id].dtype == DType.F32
+    (got,) = execute(lowered.buffer, example)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    step = output_scale(converted)
+    error = (got - reference).abs().max().item()
+    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+
+
+def test_bf16_precision_leaves_int8_steps_alone() -> None:
+    example = (torch.randn(2, 4, 10, 10),)
+    converted = quantize(ConvReluConv(), example)
+    lowered = lower(Exported(converted), example, OneDnnPartitioner(precision="bf16"))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    int8 = [s for s in graph.steps if s.kind == StepKind.CONVOLUTION]
+    assert all("src_scale" in s.floats and "compute_bf16" not in s.ints for s in int8)
+    (got,) = execute(lowered.buffer, example)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    step = output_scale(converted)
+    error = (got - reference).abs().max().item()
+    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+
+
+class ScaleBytes(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.float32) * 0.5
+
+
+def test_uint8_model_input_is_not_a_delegate_input() -> None:
+    example = (torch.randint(0, 255, (2, 8), dtype=torch.uint8),)
+    lowered = lower(ScaleBytes(), example)
+    for graph in lowered.payloads():
+        for value_id in graph.inputs:
+            assert graph.values[value_id].dtype in (DType.F32, DType.BF16), lowered.describe()
+    (got,) = execute(lowered.buffer, example)
+    assert torch.equal(got, example[0].float() * 0.5)
