@@ -223,9 +223,9 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, dst);
   // Constant weights get the layout oneDNN prefers. Activations are read in place: as they are
-  // stored when that is strided (a permute or reshape left as a view), unless oneDNN has only its
-  // reference kernel for those strides, else plain (converted first when their type is not the
-  // compute type).
+  // stored when that is strided (a permute or reshape left as a view) and oneDNN runs the same
+  // kernel on those strides as on plain input, else plain (converted first when their type is not
+  // the compute type).
   const memory::desc b_plain =
       graph.is_constant(b) ? any_desc(b_dims, type) : permuted_view(b_stored, order, type);
   const memory::desc a_plain = plain_desc(a_dims, type);
@@ -244,10 +244,16 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   };
   bool a_as_stored = !a_strided.is_zero() && a_strided != a_plain;
   bool b_as_stored = !b_strided.is_zero() && b_strided != b_plain;
-  Pd pd = make_pd(a_as_stored ? a_strided : a_plain, b_as_stored ? b_strided : b_plain);
-  if ((a_as_stored || b_as_stored) && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
-    a_as_stored = b_as_stored = false;
-    pd = make_pd(a_plain, b_plain);
+  Pd pd = make_pd(a_plain, b_plain);
+  if (a_as_stored || b_as_stored) {
+    // Only when the kernel stays the same: oneDNN 3.2's brgemm matmul takes a permuted src but not
+    // every permuted weights layout, and its fallbacks (gemm:jit, ref) cost more than the copy.
+    const Pd in_place = make_pd(a_as_stored ? a_strided : a_plain, b_as_stored ? b_strided : b_plain);
+    if (std::string(in_place.impl_info_str()) == pd.impl_info_str()) {
+      pd = in_place;
+    } else {
+      a_as_stored = b_as_stored = false;
+    }
   }
 
   ArgList args;
