@@ -144,7 +144,6 @@ ELTWISE: dict[object, EltwiseParams] = {
     aten.reciprocal.default: fixed(EltwiseAlg.POW, 1.0, -1.0),
     aten.abs.default: fixed(EltwiseAlg.ABS),
     aten.neg.default: fixed(EltwiseAlg.LINEAR, -1.0, 0.0),
-    aten.pow.Tensor_Scalar: pow_params,
 }
 
 
@@ -159,6 +158,20 @@ def eltwise_rule(params: EltwiseParams) -> OpRule:
 
 def emit_eltwise(ctx: LoweringContext, src: int, dst: int, alg: EltwiseAlg, alpha: float, beta: float) -> None:
     ctx.emit(StepKind.ELTWISE, [src], [dst], {"alg": [alg]}, {"alpha": [alpha], "beta": [beta]})
+
+
+def lower_pow(ctx: LoweringContext, node: Node) -> None:
+    # oneDNN 3.2's eltwise_pow computes exp(beta * log|x|) and costs ~20x a multiply: x^2 and x^3 (GPT-2's
+    # tanh GELU) become binary multiplies.
+    alg, alpha, beta = pow_params(node)
+    src, dst = ctx.value(node.args[0]), ctx.output(node)
+    if beta not in (2.0, 3.0):
+        emit_eltwise(ctx, src, dst, alg, alpha, beta)
+        return
+    square = dst if beta == 2.0 else ctx.new_value(tuple(ctx.dims(src)), ctx.dtype(src))
+    ctx.emit(StepKind.BINARY, [src, src], [square], {"alg": [BinaryAlg.MUL]})
+    if beta == 3.0:
+        ctx.emit(StepKind.BINARY, [square, src], [dst], {"alg": [BinaryAlg.MUL]})
 
 
 # --- binary ---------------------------------------------------------------------------------------
@@ -763,6 +776,7 @@ def lower_split_with_sizes(ctx: LoweringContext, node: Node) -> None:
 OP_RULES: dict[object, OpRule] = {
     **{target: eltwise_rule(params) for target, params in ELTWISE.items()},
     **{target: binary_rule(alg) for target, alg in BINARY.items()},
+    aten.pow.Tensor_Scalar: OpRule(lower_pow),
     aten.convolution.default: OpRule(lower_convolution),
     aten.linear.default: OpRule(lower_linear),
     aten.addmm.default: OpRule(lower_addmm),

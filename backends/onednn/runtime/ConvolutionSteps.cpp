@@ -1,6 +1,7 @@
 // CONVOLUTION, DECONVOLUTION and MATMUL: the primitives whose weights oneDNN lays out itself
 // (format_tag::any, reordered once at init) and that take post-ops.
 #include <numeric>
+#include <string>
 
 #include "InitError.h"
 #include "StepBuilders.h"
@@ -169,6 +170,30 @@ void build_deconvolution(const StepRecord& step, GraphBuilder& graph) {
 
 // dst [..., M, N] = a [..., M, K] x b [..., K, N] (+ bias); lower-rank operands are left-padded
 // with 1s and batch dims broadcast. transpose_b: b is stored [..., N, K] and read through strides.
+namespace {
+
+// The value's bytes as they are stored, when that layout is strided and in `type`: left-padded with
+// 1s to the rank of `order`, then permuted by it. An empty desc otherwise.
+memory::desc strided_operand(
+    GraphBuilder& graph,
+    uint32_t value,
+    const std::vector<int64_t>& order,
+    DataType type) {
+  const memory::desc stored = graph.stored(value);
+  if (!is_strided(stored) || stored.get_data_type() != type) {
+    return memory::desc();
+  }
+  memory::dims dims = stored.get_dims();
+  memory::dims strides = stored.get_strides();
+  while (dims.size() < order.size()) {
+    strides.insert(strides.begin(), dims[0] * strides[0]);
+    dims.insert(dims.begin(), 1);
+  }
+  return permuted(memory::desc(dims, type, strides), order);
+}
+
+} // namespace
+
 void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t a = step.inputs[0];
   const uint32_t b = step.inputs[1];
@@ -218,21 +243,48 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   // Weight scales per output column n: the last dim of b.
   const Quantization quantization = read_quantization(step, graph, 1 << (rank - 1), n);
   quantization.apply(attr);
-  // Constant weights get the layout oneDNN prefers; activations are read in place (converted
-  // first when their type is not the compute type).
+  // Constant weights get the layout oneDNN prefers. Activations are read in place: as they are
+  // stored when that is strided (a permute or reshape left as a view) and oneDNN runs the same
+  // kernel on those strides as on plain input, else plain (converted first when their type is not
+  // the compute type).
   const DataType b_type = weights_type(type);
-  const memory::desc b_desc =
+  const memory::desc b_plain =
       graph.is_constant(b) ? any_desc(b_dims, b_type) : permuted_view(b_stored, order, b_type);
-  const memory::desc a_desc = plain_desc(a_dims, type);
+  const memory::desc a_plain = plain_desc(a_dims, type);
+  std::vector<int64_t> identity(rank);
+  std::iota(identity.begin(), identity.end(), 0);
+  const memory::desc a_strided = strided_operand(graph, a, identity, type);
+  const memory::desc b_strided =
+      graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
   const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
   using Pd = dnnl::matmul::primitive_desc;
-  const Pd pd = has_bias
-      ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr)
-      : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr);
+  auto make_pd = [&](const memory::desc& a_desc, const memory::desc& b_desc) {
+    return has_bias ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr)
+                    : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr);
+  };
+  bool a_as_stored = !a_strided.is_zero() && a_strided != a_plain;
+  bool b_as_stored = !b_strided.is_zero() && b_strided != b_plain;
+  Pd pd = make_pd(a_plain, b_plain);
+  if (a_as_stored || b_as_stored) {
+    // Only when the kernel stays the same: oneDNN 3.2's brgemm matmul takes a permuted src but not
+    // every permuted weights layout, and its fallbacks (gemm:jit, ref) cost more than the copy.
+    const Pd in_place = make_pd(a_as_stored ? a_strided : a_plain, b_as_stored ? b_strided : b_plain);
+    if (std::string(in_place.impl_info_str()) == pd.impl_info_str()) {
+      pd = in_place;
+    } else {
+      a_as_stored = b_as_stored = false;
+    }
+  }
 
   ArgList args;
-  args.emplace_back(DNNL_ARG_SRC, operand(graph, a, a_dims, pd.src_desc()));
-  args.emplace_back(DNNL_ARG_WEIGHTS, graph.input_view(b, b_view, pd.weights_desc()));
+  args.emplace_back(
+      DNNL_ARG_SRC,
+      a_as_stored ? graph.alias(graph.buffer(a), a_strided)
+                  : operand(graph, a, a_dims, pd.src_desc()));
+  args.emplace_back(
+      DNNL_ARG_WEIGHTS,
+      b_as_stored ? graph.alias(graph.buffer(b), b_strided)
+                  : graph.input_view(b, b_view, pd.weights_desc()));
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, operand(graph, step.inputs[2], bias_dims, pd.bias_desc()));
   }

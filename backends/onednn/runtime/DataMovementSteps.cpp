@@ -1,5 +1,6 @@
-// REORDER, RESHAPE, CONCAT, PAD: steps that move bytes. Permutations and pads are single reorders
-// through a strided or sub-memory view; a reshape of plain memory is metadata only. Each writes its
+// REORDER, RESHAPE, CONCAT, PAD: steps that move bytes. A permutation of strided memory and a
+// reshape its strides allow are metadata only (a view); other permutations and pads are single
+// reorders through a strided or sub-memory view. Each writes its
 // output's type, so a REORDER between values of different types is a cast.
 #include <algorithm>
 
@@ -34,7 +35,26 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         "dst %s is not src %s permuted",
         dims_string(dst_dims).c_str(),
         dims_string(src_dims).c_str());
-    source = graph.input_view(src, view, view);
+    const memory::desc stored = graph.stored(src);
+    const uint32_t dst = step.outputs[0];
+    if (rank == 0) {
+      source = graph.buffer(src);
+    } else if (is_strided(stored) && graph.data_type(src) == graph.data_type(dst)) {
+      graph.define_view(dst, src, permuted(stored, permutation));
+      return;
+    } else {
+      // Blocked (or cast): one reorder from the stored layout into dst's plain bytes, described in
+      // src's dim order (dst dim i is src dim permutation[i]).
+      const memory::dims dst_strides = row_major_strides(dst_dims);
+      memory::dims strides(rank);
+      for (size_t i = 0; i < rank; ++i) {
+        strides[permutation[i]] = dst_strides[i];
+      }
+      const BufferId target = graph.define(dst, graph.plain(dst));
+      graph.add_reorder(
+          graph.buffer(src), graph.alias(target, memory::desc(src_dims, graph.data_type(dst), strides)));
+      return;
+    }
   } else if (step.has("offsets")) {
     const size_t rank = graph.value(src).dims.size();
     const std::vector<int64_t> offsets = step.ints("offsets", rank);
@@ -83,8 +103,9 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
   graph.add_primitive(dnnl::reorder(pd), pd, args);
 }
 
-// The output describes the input's plain bytes with new dims. Non-plain input is first reordered
-// into plain scratch; a reshaped graph output is copied by the generic graph-output rule.
+// The output describes the input's bytes with new dims: free when the input's strides allow it
+// (plain, or a view whose merged dims are contiguous), else the input is first reordered into plain
+// scratch. A reshaped graph output is copied by the generic graph-output rule.
 void build_reshape(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const uint32_t dst = step.outputs[0];
@@ -93,6 +114,14 @@ void build_reshape(const StepRecord& step, GraphBuilder& graph) {
       "src %s and dst %s have different element counts",
       dims_string(graph.dims(src)).c_str(),
       dims_string(graph.dims(dst)).c_str());
+  const memory::desc stored = graph.stored(src);
+  if (is_strided(stored) && graph.data_type(src) == graph.data_type(dst)) {
+    const memory::desc view = reshaped(stored, graph.dims(dst));
+    if (!view.is_zero()) {
+      graph.define_view(dst, src, view);
+      return;
+    }
+  }
   graph.define_as(dst, graph.alias(graph.plain_input(src, graph.data_type(dst)), graph.plain(dst)));
 }
 

@@ -58,8 +58,13 @@ BufferId GraphBuilder::root(BufferId id) const {
   return id;
 }
 
-memory::desc GraphBuilder::desc(uint32_t id) {
+memory::desc GraphBuilder::stored(uint32_t id) {
   return buffers_[buffer(id)].desc;
+}
+
+bool GraphBuilder::is_view(uint32_t id) {
+  const Buffer& own = buffers_[buffer(id)];
+  return own.storage == Storage::Alias && own.desc != plain(id);
 }
 
 BufferId GraphBuilder::buffer(uint32_t id) {
@@ -262,16 +267,19 @@ void GraphBuilder::add_host_loop(const HostLoop& loop, BufferId target, BufferId
   steps_.push_back({dnnl::primitive(), args, memory::desc(), loop});
 }
 
-// A graph output whose producer wrote plain memory of its own is written straight into the
-// caller's tensor; anything else (blocked layout, an alias of another value) gets a final reorder.
+// A graph output whose producer wrote plain memory of its own, or a plain reshape of such memory,
+// is written straight into the caller's tensor; anything else (blocked layout, a permuted view,
+// another output's or an input's bytes) gets a final reorder.
 void GraphBuilder::bind_graph_outputs() {
   const auto num_inputs = static_cast<uint32_t>(payload_.inputs.size());
   for (uint32_t j = 0; j < payload_.outputs.size(); ++j) {
     const uint32_t id = payload_.outputs[j];
     const BufferId produced = buffer(id);
     const memory::desc plain = this->plain(id);
-    Buffer& buffer = buffers_[produced];
-    if (buffer.storage == Storage::Arena && buffer.owner_value == id && buffer.desc == plain) {
+    Buffer& buffer = buffers_[root(produced)];
+    const bool plain_root = buffer.desc == plain_desc(buffer.desc.get_dims(), buffer.desc.get_data_type());
+    if (buffer.storage == Storage::Arena && buffers_[produced].desc == plain && plain_root &&
+        buffer.desc.get_size() == plain.get_size()) {
       buffer.storage = Storage::GraphOutput;
       buffer.arg_index = num_inputs + j;
       continue;

@@ -101,11 +101,19 @@ class GraphBuilder {
     compute_in_f32_ = on;
   }
   bool involves_bf16(const StepRecord& step) const;
-  // The layout a value currently has (a constant's is plain).
-  memory::desc desc(uint32_t id);
+  // The layout a consumer that follows its input's layout reads the value in: the layout its
+  // producer chose (a constant's is plain), or plain for a strided view, since few primitives run
+  // their fast kernels on permuted strides (those that do ask for stored()).
+  memory::desc desc(uint32_t id) {
+    return is_view(id) ? plain(id) : stored(id);
+  }
   bool is_plain(uint32_t id) {
     return desc(id) == plain(id);
   }
+  // The descriptor of the value's bytes as they are: for a view (a free permute or reshape), another
+  // value's bytes through strides.
+  memory::desc stored(uint32_t id);
+  bool is_view(uint32_t id);
   // A step computes in its output's type: the value's current layout when it already has `type`,
   // else its plain layout in `type` (a conversion).
   memory::desc desc_as(uint32_t id, DataType type) {
@@ -138,6 +146,10 @@ class GraphBuilder {
   // Ends the step: converts results computed in another type than their value's.
   void finish_step();
   void define_as(uint32_t id, BufferId buffer);
+  // Declares `id` as the bytes of value `source` described by `view` (same bytes): no step runs.
+  void define_view(uint32_t id, uint32_t source, const memory::desc& view) {
+    define_as(id, alias(buffer(source), view));
+  }
   BufferId scratch(const memory::desc& desc);
   // A constant made at init from `desc.get_size()` bytes at `data` (copied).
   BufferId owned_constant(const memory::desc& desc, const void* data);

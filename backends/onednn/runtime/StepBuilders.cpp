@@ -178,14 +178,61 @@ memory::desc permuted_view(
     const memory::dims& physical,
     const std::vector<int64_t>& order,
     DataType type) {
-  const memory::dims physical_strides = row_major_strides(physical);
+  return permuted(plain_desc(physical, type), order);
+}
+
+bool is_strided(const memory::desc& desc) {
+  return desc.get_format_kind() == memory::format_kind::blocked && desc.get_inner_nblks() == 0 &&
+      desc.get_submemory_offset() == 0;
+}
+
+memory::desc permuted(const memory::desc& desc, const std::vector<int64_t>& order) {
+  const memory::dims from_dims = desc.get_dims();
+  const memory::dims from_strides = desc.get_strides();
   memory::dims dims(order.size());
   memory::dims strides(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    dims[i] = physical[order[i]];
-    strides[i] = physical_strides[order[i]];
+    dims[i] = from_dims[order[i]];
+    strides[i] = from_strides[order[i]];
   }
-  return memory::desc(dims, type, strides);
+  return memory::desc(dims, desc.get_data_type(), strides);
+}
+
+// Walks both shapes from the innermost dim, one chunk of contiguous-in-memory old dims at a time:
+// the new dims covering a chunk get strides within it; a new dim spanning two chunks has none.
+memory::desc reshaped(const memory::desc& desc, const memory::dims& dims) {
+  const memory::dims old_dims = desc.get_dims();
+  const memory::dims old_strides = desc.get_strides();
+  if (element_count(old_dims) != element_count(dims) || element_count(dims) == 0) {
+    return memory::desc();
+  }
+  memory::dims strides(dims.size(), 1);
+  auto view_d = static_cast<int64_t>(dims.size()) - 1;
+  int64_t chunk_stride = old_strides.back();
+  int64_t chunk_count = 1;
+  int64_t view_count = 1;
+  for (auto d = static_cast<int64_t>(old_dims.size()) - 1; d >= 0; --d) {
+    chunk_count *= old_dims[d];
+    if (d == 0 || (old_dims[d - 1] != 1 && old_strides[d - 1] != chunk_count * chunk_stride)) {
+      while (view_d >= 0 && (view_count < chunk_count || dims[view_d] == 1)) {
+        strides[view_d] = view_count * chunk_stride;
+        view_count *= dims[view_d];
+        --view_d;
+      }
+      if (view_count != chunk_count) {
+        return memory::desc();
+      }
+      if (d > 0) {
+        chunk_stride = old_strides[d - 1];
+        chunk_count = 1;
+        view_count = 1;
+      }
+    }
+  }
+  if (view_d != -1) {
+    return memory::desc();
+  }
+  return memory::desc(dims, desc.get_data_type(), strides);
 }
 
 memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum) {

@@ -170,6 +170,7 @@ ELTWISE = [
     OpCase("abs", fn(lambda m, x: torch.abs(x)), T2, ("aten::abs",)),
     OpCase("neg", fn(lambda m, x: -x), T2, ("aten::neg",)),
     OpCase("pow_scalar_exponent", fn(lambda m, x: torch.pow(x, 3)), T2, ("aten::pow",)),
+    OpCase("pow_square", fn(lambda m, x: x**2), T2, ("aten::pow",)),
     OpCase("pow_fractional_exponent", fn(lambda m, x: x**1.5), T2, ("aten::pow",), positive=True),
 ]
 

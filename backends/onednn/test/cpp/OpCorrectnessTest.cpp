@@ -396,6 +396,35 @@ TEST(OpCorrectness, ReorderWithPermutationMatchesReference) {
   expect_close(outputs[0], permute_ref(x, dims, permutation), "permute");
 }
 
+TEST(OpCorrectness, PermuteViewIsCopiedForConsumersThatTakePlainAndForOutputs) {
+  // input -> permute (a view) -> relu -> output 0; the view -> output 1; the view -> reshape that its
+  // strides do not allow (a copy) -> output 2; permute of the view (still a view) -> output 3.
+  const std::vector<int64_t> dims = {2, 3, 4};
+  const auto x = random_values(24, 29);
+  Model model;
+  const uint32_t src = model.input(dims);
+  const uint32_t permuted = model.value({2, 4, 3});
+  const uint32_t activated = model.value({2, 4, 3});
+  const uint32_t merged = model.value({8, 3});
+  const uint32_t back = model.value({2, 3, 4});
+  model.payload.step(Kind::Reorder, {src}, {permuted}, {ints("permutation", {0, 2, 1})});
+  model.payload.step(Kind::Eltwise, {permuted}, {activated},
+                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Reshape, {permuted}, {merged});
+  model.payload.step(Kind::Reorder, {permuted}, {back}, {ints("permutation", {0, 2, 1})});
+  model.output(activated, {2, 4, 3});
+  model.output(permuted, {2, 4, 3});
+  model.output(merged, {8, 3});
+  model.output(back, {2, 3, 4});
+  const auto outputs = run_model(model, {x});
+  ASSERT_EQ(outputs.size(), 4u);
+  const auto expected = permute_ref(x, dims, {0, 2, 1});
+  expect_close(outputs[0], relu_ref(expected), "relu(permute(x))");
+  expect_close(outputs[1], expected, "permute(x)");
+  expect_close(outputs[2], expected, "reshape(permute(x))");
+  expect_close(outputs[3], x, "permute(permute(x))");
+}
+
 TEST(OpCorrectness, ReshapeAliasesPlainInputAndCopiesIntoGraphOutputs) {
   // input -> reshape (alias) -> relu -> output 0; relu -> reshape -> output 1 (copied).
   const auto x = random_values(12, 25);

@@ -1,0 +1,168 @@
+"""Layout-only ops as free views: a permute (or a reshape its strides allow) of strided memory is
+metadata only; matmul reads such a view in place when oneDNN keeps its fast kernel for those strides,
+and every other consumer gets one plain copy, shared.
+
+Each case is lowered once and run with oneDNN's verbose trace on. The payload still holds the
+REORDER steps with a permutation; the trace must show that exactly the copies the case allows ran (a
+head merge reshape, a conversion for a consumer that takes plain only, a graph output), and the
+outputs must match eager PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+from executorch.backends.onednn.serialization.schema import StepKind
+from test_layouts import Record, describe, execute_traced
+from tester import DEFAULT_TOLERANCE, flatten_outputs, lower, mismatch
+from torch import nn
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention as ExecuTorch sees BERT's or ViT's: view, permute, matmul, softmax."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, transpose_k_early: bool = False) -> None:
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
+        self.transpose_k_early = transpose_k_early
+
+    def split(self, t: torch.Tensor) -> torch.Tensor:
+        b, s, d = t.shape
+        return t.view(b, s, self.heads, d // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, v = self.split(self.q(x)), self.split(self.v(x))
+        if self.transpose_k_early:  # GPT-2 style: K permuted straight to [B, H, D, S]
+            kt = self.k(x).view(b, s, self.heads, d // self.heads).permute(0, 2, 3, 1)
+        else:
+            kt = self.split(self.k(x)).transpose(-2, -1)
+        scores = torch.softmax(q @ kt * (d // self.heads) ** -0.5, dim=-1)
+        return self.o((scores @ v).transpose(1, 2).reshape(b, s, d))
+
+
+class Fn(nn.Module):
+    def __init__(self, fn: Callable[..., object], **parts: nn.Module) -> None:
+        super().__init__()
+        self.fn = fn
+        self.parts = nn.ModuleDict(parts)
+
+    def forward(self, *args: torch.Tensor) -> object:
+        return self.fn(self, *args)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    model: Callable[[], nn.Module]
+    shapes: tuple[tuple[int, ...], ...]
+    # Reorders execute() may run, as (src tag, dst tag) with '*' for a tag that depends on the CPU.
+    reorders: tuple[tuple[str, str], ...]
+
+
+# oneDNN 3.2's brgemm matmul reads a transposed (last two dims) src or weights in place, but not a
+# head-split [H, S, D] view of [S, H, D] bytes: that view is copied once, where the matmul reads it,
+# and the head merge is one copy too (its reshape merges dims the strides keep apart).
+HEAD_SPLIT_COPIES = (("bac", "abc"), ("cab", "abc"), ("bac", "abc"), ("acbd", "abcd"))
+
+CASES = [
+    Case("attention_head_split_and_merge", lambda: Attention(), ((1, 10, 32),), HEAD_SPLIT_COPIES),
+    Case("attention_k_permuted_to_bhds", lambda: Attention(transpose_k_early=True), ((1, 10, 32),), HEAD_SPLIT_COPIES),
+    Case(
+        "k_transpose_of_graph_input_feeds_matmul",
+        lambda: Fn(lambda m, q, k: q @ k.transpose(-2, -1)),
+        ((3, 5, 8), (3, 7, 8)),
+        (),
+    ),
+    Case(
+        "permute_of_graph_input_feeds_linear",
+        lambda: Fn(lambda m, x: m.parts.fc(x.permute(0, 2, 1)), fc=nn.Linear(6, 16)),
+        ((2, 6, 12),),
+        (),
+    ),
+    # Eltwise and layer norm take plain input: one conversion, shared by both consumers.
+    Case(
+        "permute_feeds_consumers_that_take_plain",
+        lambda: Fn(
+            lambda m, x: (torch.relu(x.permute(0, 2, 1)), m.parts.ln(x.permute(0, 2, 1))),
+            ln=nn.LayerNorm(6),
+        ),
+        ((2, 6, 12),),
+        (("acb", "abc"),),
+    ),
+    Case(
+        "permute_is_also_a_graph_output",
+        lambda: Fn(lambda m, x, w: then(x.transpose(1, 2), lambda p: (p, p @ w))),
+        ((2, 6, 12), (6, 5)),
+        (("acb", "abc"),),
+    ),
+    Case(
+        "permute_then_reshape_the_strides_allow",
+        lambda: Fn(lambda m, x, w: x.transpose(-1, -2).reshape(4, 5, 8) @ w),
+        ((1, 4, 8, 5), (8, 3)),
+        (),
+    ),
+    Case(
+        "permute_then_reshape_that_needs_a_copy",
+        lambda: Fn(lambda m, x, w: x.permute(0, 2, 1, 3).reshape(2, 20, 8) @ w),
+        ((2, 5, 4, 8), (8, 3)),
+        (("acbd", "abcd"),),
+    ),
+    Case(
+        "permute_of_a_permute",
+        lambda: Fn(lambda m, x, y: x.permute(0, 2, 1).transpose(1, 2).permute(0, 2, 1) @ y),
+        ((2, 6, 12), (2, 6, 4)),
+        (),
+    ),
+    # A blocked convolution output is permuted by one reorder into the permute's plain output (not
+    # blocked -> plain -> permuted plain), however many consumers read it.
+    Case(
+        "permute_of_a_blocked_conv_output",
+        lambda: Fn(
+            lambda m, x: then(m.parts.c(x).permute(0, 2, 3, 1), lambda p: (torch.sigmoid(p), m.parts.fc(p))),
+            c=nn.Conv2d(8, 16, 3, padding=1),
+            fc=nn.Linear(16, 8),
+        ),
+        ((1, 8, 6, 6),),
+        (("*", "acdb"),),
+    ),
+]
+
+
+def then(value: object, fn: Callable[[object], object]) -> object:
+    return fn(value)
+
+
+def matches(record: Record, allowed: tuple[str, str]) -> bool:
+    tags = dict(record.layouts)
+    return all(want in ("*", tags.get(arg)) for arg, want in zip(("src", "dst"), allowed))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_layout_only_ops_run_as_views(case: Case) -> None:
+    torch.manual_seed(0)
+    model = case.model().eval()
+    inputs = tuple(torch.randn(shape) for shape in case.shapes)
+    lowered = lower(model, inputs)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    assert any(s.kind == StepKind.REORDER and "permutation" in s.ints for s in graph.steps), "no permute in the payload"
+
+    outputs, trace = execute_traced(lowered.buffer, inputs)
+    with torch.no_grad():
+        expected = flatten_outputs(model(*inputs))
+    problem = mismatch(case.name, outputs, expected, DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+
+    reorders = [r for r in trace if r.primitive == "reorder"]
+    unexpected = list(reorders)
+    for allowed in case.reorders:
+        found = next((r for r in unexpected if matches(r, allowed)), None)
+        assert found is not None, f"expected a reorder {allowed[0]} -> {allowed[1]}\n{describe(trace)}"
+        unexpected.remove(found)
+    assert not unexpected, f"copies a view should have avoided: {[str(r) for r in unexpected]}\n{describe(trace)}"
+
