@@ -19,7 +19,7 @@ from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
 from executorch.backends.onednn.serialization.schema import DType, StepKind
-from tester import execute, flatten_outputs, lower
+from tester import Lowered, execute, flatten_outputs, lower
 from torch import nn
 from torchao.quantization.pt2e import MinMaxObserver, allow_exported_model_train_eval
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -62,6 +62,18 @@ def output_scale(converted: torch.fx.GraphModule) -> float:
     (result,) = out.args[0]
     assert result.target == qd.dequantize_per_tensor.default, f"output is {result.target}"
     return float(result.args[1])
+
+
+def assert_matches_converted(
+    lowered: Lowered, converted: torch.fx.GraphModule, example: tuple[torch.Tensor, ...]
+) -> None:
+    """The delegate's output is within QUANT_STEPS output quantization steps of the converted model's."""
+    (got,) = execute(lowered.buffer, example)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    step = output_scale(converted)
+    error = (got - reference).abs().max().item()
+    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
 
 
 def ops(graph: torch.fx.Graph, target: object) -> list[torch.fx.Node]:
@@ -244,13 +256,8 @@ def test_unsupported_int8_pattern_runs_in_fp32_inside_the_delegate() -> None:
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
     convs = [s for g in lowered.payloads() for s in g.steps if s.kind == StepKind.CONVOLUTION]
     assert len(convs) == 2 and not any("src_scale" in s.floats for s in convs), [s.floats.keys() for s in convs]
-    (got,) = execute(lowered.buffer, example)
-    with torch.no_grad():
-        (reference,) = flatten_outputs(converted(*example))
     # The same fp32 arithmetic as the reference, between the same int8 roundings.
-    step = output_scale(converted)
-    error = (got - reference).abs().max().item()
-    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+    assert_matches_converted(lowered, converted, example)
 
 
 class ConvCumsumConv(nn.Module):
@@ -273,12 +280,7 @@ def test_op_without_rule_between_int8_convolutions_splits_the_delegate() -> None
     for graph in lowered.payloads():
         for value_id in graph.inputs + graph.outputs:
             assert graph.values[value_id].dtype == DType.F32
-    (got,) = execute(lowered.buffer, example)
-    with torch.no_grad():
-        (reference,) = flatten_outputs(converted(*example))
-    step = output_scale(converted)
-    error = (got - reference).abs().max().item()
-    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+    assert_matches_converted(lowered, converted, example)
 
 
 def test_bf16_precision_leaves_int8_steps_alone() -> None:
@@ -289,12 +291,7 @@ def test_bf16_precision_leaves_int8_steps_alone() -> None:
     (graph,) = lowered.payloads()
     int8 = [s for s in graph.steps if s.kind == StepKind.CONVOLUTION]
     assert all("src_scale" in s.floats and "compute_bf16" not in s.ints for s in int8)
-    (got,) = execute(lowered.buffer, example)
-    with torch.no_grad():
-        (reference,) = flatten_outputs(converted(*example))
-    step = output_scale(converted)
-    error = (got - reference).abs().max().item()
-    assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+    assert_matches_converted(lowered, converted, example)
 
 
 class ScaleBytes(nn.Module):
