@@ -69,7 +69,7 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   const memory::desc layout = graph.desc_as(src0, graph.compute_type(step.outputs[0]));
   // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
   const memory::desc src1_desc =
-      src1_dims == dst ? layout : plain_desc(src1_dims, graph.operand_type(src1));
+      src1_dims == dst ? layout : plain_desc(src1_dims, graph.compute_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
   const dnnl::binary::primitive_desc pd(
       graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));

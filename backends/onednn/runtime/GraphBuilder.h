@@ -85,17 +85,13 @@ class GraphBuilder {
   memory::desc plain(uint32_t id) const {
     return plain_desc(dims(id), data_type(id));
   }
-  // The type a step producing `id` computes in: the value's own, or f32 while a step is rebuilt in f32
-  // for want of a bf16 kernel (define() then converts its result to the value's type).
+  // The type a step producing (or reading) `id` works in: the value's own, or f32 while a step is
+  // rebuilt in f32 for want of a bf16 kernel (define() then converts its result to the value's type).
   DataType compute_type(uint32_t id) const {
     return compute_in_f32_ ? DataType::f32 : data_type(id);
   }
   bool compute_in_f32() const {
     return compute_in_f32_;
-  }
-  // The type a step reads an operand in (which keeps its own type unless rebuilt in f32).
-  DataType operand_type(uint32_t id) const {
-    return compute_type(id);
   }
   void set_compute_in_f32(bool on) {
     compute_in_f32_ = on;

@@ -76,7 +76,7 @@ PostOps read_post_ops(
         dims_string(dst_dims).c_str());
     // Full-size operands follow dst's layout (`any` resolves to it); broadcast ones are plain. Each
     // keeps its own type (oneDNN converts), so an f32 residual is not rounded to bf16 first.
-    const DataType type = graph.operand_type(value);
+    const DataType type = graph.compute_type(value);
     const memory::desc desc = dims == dst_dims ? any_desc(dims, type) : plain_desc(dims, type);
     result.ops.append_binary(lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg"), desc);
     result.operands.push_back({static_cast<int>(i), value, dims});
