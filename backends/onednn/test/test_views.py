@@ -17,6 +17,7 @@ import pytest
 import torch
 from executorch.backends.onednn.serialization.schema import StepKind
 from test_layouts import Record, describe, execute_traced
+from test_ops import Fn
 from tester import DEFAULT_TOLERANCE, flatten_outputs, lower, mismatch
 from torch import nn
 
@@ -43,16 +44,6 @@ class Attention(nn.Module):
             kt = self.split(self.k(x)).transpose(-2, -1)
         scores = torch.softmax(q @ kt * (d // self.heads) ** -0.5, dim=-1)
         return self.o((scores @ v).transpose(1, 2).reshape(b, s, d))
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., object], **parts: nn.Module) -> None:
-        super().__init__()
-        self.fn = fn
-        self.parts = nn.ModuleDict(parts)
-
-    def forward(self, *args: torch.Tensor) -> object:
-        return self.fn(self, *args)
 
 
 @dataclass(frozen=True)
