@@ -14,6 +14,18 @@ using executorch::runtime::Error;
 
 constexpr char kBackend[] = "OneDnnBackend";
 
+// The instruction set the backend reports through get_option ("" when it fails).
+std::string effective_isa() {
+  BackendOptions<1> query;
+  query.set_option("max_isa", "");
+  const char* name = nullptr;
+  if (executorch::runtime::get_option(kBackend, query.view()) != Error::Ok ||
+      query.get_option("max_isa", name) != Error::Ok || name == nullptr) {
+    return "";
+  }
+  return name;
+}
+
 TEST(CpuIsaOption, UnknownInstructionSetIsRefused) {
   BackendOptions<1> options;
   options.set_option("max_isa", "avx9000");
@@ -27,32 +39,20 @@ TEST(CpuIsaOption, NonStringValueIsRefused) {
 }
 
 TEST(CpuIsaOption, ReportsTheEffectiveInstructionSet) {
-  BackendOptions<1> options;
-  options.set_option("max_isa", "");
-  ASSERT_EQ(executorch::runtime::get_option(kBackend, options.view()), Error::Ok);
-  const char* name = nullptr;
-  ASSERT_EQ(options.get_option("max_isa", name), Error::Ok);
-  ASSERT_NE(name, nullptr);
+  const std::string name = effective_isa();
   // An x86-64 CPU has at least SSE4.1 under any cap.
-  EXPECT_NE(std::string(name), "none");
-  EXPECT_NE(std::string(name), "");
+  EXPECT_NE(name, "none");
+  EXPECT_NE(name, "");
 }
 
 TEST(CpuIsaOption, CapRefusedOnceOneDnnHasStartedChangesNothing) {
-  BackendOptions<1> query;
-  query.set_option("max_isa", "");
-  ASSERT_EQ(executorch::runtime::get_option(kBackend, query.view()), Error::Ok);
-  const char* before = nullptr;
-  ASSERT_EQ(query.get_option("max_isa", before), Error::Ok);
-  const std::string effective(before);
+  const std::string effective = effective_isa();
+  ASSERT_NE(effective, "");
 
   BackendOptions<1> cap;
   cap.set_option("max_isa", "sse41");
   EXPECT_EQ(executorch::runtime::set_option(kBackend, cap.view()), Error::InvalidArgument);
-  ASSERT_EQ(executorch::runtime::get_option(kBackend, query.view()), Error::Ok);
-  const char* after = nullptr;
-  ASSERT_EQ(query.get_option("max_isa", after), Error::Ok);
-  EXPECT_EQ(std::string(after), effective);
+  EXPECT_EQ(effective_isa(), effective);
 }
 
 } // namespace
