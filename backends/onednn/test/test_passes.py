@@ -1,4 +1,4 @@
-"""fold_batch_norm and fuse_post_ops: the step lists they produce, and that they do not change results."""
+"""The payload passes: the step lists they produce, and that they do not change results."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from collections.abc import Callable
 import pytest
 import torch
 from executorch.backends.onednn import onednn_preprocess
-from executorch.backends.onednn._passes import drop_unused, fold_batch_norm, run_passes
+from executorch.backends.onednn._passes import (
+    drop_neutral_binaries,
+    drop_unused,
+    fold_batch_norm,
+    fold_operand_scales,
+    run_passes,
+    simplify_layout,
+)
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import NO_VALUE, BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from tester import execute, flatten_outputs, lower, mismatch
@@ -237,3 +244,161 @@ def test_fused_and_unfused_programs_agree(
         assert error is None, error
     error = mismatch(f"{name} fused vs unfused", fused_out, unfused_out, 1e-4)
     assert error is None, error
+
+
+# --- simplify_layout, drop_neutral_binaries, fold_operand_scales --------------------------------------
+class AttentionBlock(nn.Module):
+    """Attention as Hugging Face models export it: an additive mask built from an all-visible padding mask
+    (a constant of zeros), identity views around the heads, and a residual add after the output projection."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, seq: int = 6) -> None:
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
+        self.register_buffer("mask", torch.zeros(1, 1, seq, seq))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = (p(x).view(b, s, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, scale=0.3)
+        merged = attended.transpose(1, 2).reshape(b, s, d).view(b, s, d)
+        return self.o(merged) + x
+
+
+def layout_graph(dims: tuple[int, ...], *steps: tuple[StepKind, tuple[int, ...], list[int] | None]) -> Graph:
+    """A chain x -> step -> step ... of (kind, output dims, permutation or None) on f32 values."""
+    graph = Graph()
+    current = graph.add_value(DType.F32, dims)
+    graph.inputs = [current]
+    for kind, out_dims, permutation in steps:
+        out = graph.add_value(DType.F32, out_dims)
+        graph.add_step(Step(kind, [current], [out], {"permutation": permutation} if permutation else {}))
+        current = out
+    graph.add_step(Step(ELTWISE, [current], [graph.add_value(DType.F32, out_dims)], {"alg": [EltwiseAlg.RELU]}))
+    graph.outputs = [graph.steps[-1].outputs[0]]
+    return graph
+
+
+RESHAPE, REORDER = StepKind.RESHAPE, StepKind.REORDER
+
+
+def test_simplify_layout_composes_permutes_like_torch() -> None:
+    first, second = [1, 2, 0], [0, 2, 1]
+    graph = simplify_layout(layout_graph((2, 3, 4), (REORDER, (3, 4, 2), first), (REORDER, (3, 2, 4), second)))
+    assert [s.kind for s in graph.steps] == [REORDER, ELTWISE], readable(step_summary(graph))
+    assert graph.steps[0].inputs == graph.inputs
+    x = torch.randn(2, 3, 4)
+    composed = graph.steps[0].ints["permutation"]
+    assert torch.equal(x.permute(composed), x.permute(first).permute(second)), composed
+
+
+def test_simplify_layout_drops_identities_and_merges_reshapes() -> None:
+    graph = layout_graph(
+        (2, 3, 4),
+        (RESHAPE, (2, 3, 4), None),
+        (REORDER, (3, 2, 4), [1, 0, 2]),
+        (REORDER, (2, 3, 4), [1, 0, 2]),
+        (RESHAPE, (6, 4), None),
+        (RESHAPE, (24,), None),
+    )
+    simplified = simplify_layout(graph)
+    assert [s.kind for s in simplified.steps] == [RESHAPE, ELTWISE], readable(step_summary(simplified))
+    assert simplified.steps[0].inputs == simplified.inputs
+    assert simplified.values[simplified.steps[0].outputs[0]].dims == (24,)
+
+
+def test_simplify_layout_keeps_graph_outputs_and_casts() -> None:
+    graph = layout_graph((2, 3), (RESHAPE, (2, 3), None))
+    graph.outputs.append(graph.steps[0].outputs[0])
+    assert [s.kind for s in simplify_layout(graph).steps] == [RESHAPE, ELTWISE], "an identity reshape that is an output"
+    cast = layout_graph((2, 3), (REORDER, (2, 3), None))
+    cast.values[cast.steps[0].outputs[0]].dtype = DType.BF16
+    assert [s.kind for s in simplify_layout(cast).steps] == [REORDER, ELTWISE], "a cast is not layout-only"
+
+
+def binary_graph(alg: BinaryAlg, constant: torch.Tensor, constant_first: bool = False) -> Graph:
+    graph = Graph()
+    x = graph.add_value(DType.F32, (2, 4))
+    c = graph.add_constant(constant, DType.F32)
+    out = graph.add_value(DType.F32, (2, 4))
+    graph.add_step(Step(BINARY, [c, x] if constant_first else [x, c], [out], {"alg": [alg]}))
+    graph.add_step(Step(ELTWISE, [out], [graph.add_value(DType.F32, (2, 4))], {"alg": [EltwiseAlg.RELU]}))
+    graph.inputs, graph.outputs = [x], [graph.steps[-1].outputs[0]]
+    return graph
+
+
+@pytest.mark.parametrize(
+    ("alg", "constant", "constant_first", "dropped"),
+    [
+        (BinaryAlg.ADD, torch.zeros(1, 4), True, True),
+        (BinaryAlg.SUB, torch.zeros(2, 4), False, True),
+        (BinaryAlg.MUL, torch.ones(4), False, True),
+        (BinaryAlg.DIV, torch.ones(1), False, True),
+        (BinaryAlg.ADD, torch.tensor([0.0, 0.0, 0.0, 1e-30]), False, False),
+        (BinaryAlg.SUB, torch.zeros(2, 4), True, False),  # 0 - x
+        (BinaryAlg.DIV, torch.ones(2, 4), True, False),  # 1 / x
+        (BinaryAlg.MAX, torch.zeros(2, 4), False, False),
+    ],
+    ids=["x+0", "x-0", "x*1", "x/1", "x+tiny", "0-x", "1/x", "max(x,0)"],
+)
+def test_drop_neutral_binaries(alg: BinaryAlg, constant: torch.Tensor, constant_first: bool, dropped: bool) -> None:
+    graph = drop_neutral_binaries(binary_graph(alg, constant, constant_first))
+    assert [s.kind for s in graph.steps] == ([ELTWISE] if dropped else [BINARY, ELTWISE])
+    if dropped:
+        assert graph.steps[0].inputs == graph.inputs
+
+
+def test_neutral_binary_that_broadcasts_its_other_operand_stays() -> None:
+    graph = binary_graph(BinaryAlg.ADD, torch.zeros(2, 4))
+    graph.values[graph.inputs[0]].dims = (1, 4)  # x + zeros(2, 4) is x broadcast: not a pass-through
+    assert [s.kind for s in drop_neutral_binaries(graph).steps] == [BINARY, ELTWISE]
+
+
+def scaled_matmul_graph(alpha: float, beta: float = 0.0, bias: bool = False) -> Graph:
+    """matmul(reshape(a * alpha), b), optionally with a bias."""
+    graph = Graph()
+    a, b = graph.add_value(DType.F32, (2, 3, 4)), graph.add_value(DType.F32, (4, 5))
+    scaled, flat, out = (graph.add_value(DType.F32, dims) for dims in ((2, 3, 4), (6, 4), (6, 5)))
+    bias_value = graph.add_constant(torch.ones(5), DType.F32) if bias else NO_VALUE
+    graph.add_step(Step(ELTWISE, [a], [scaled], {"alg": [EltwiseAlg.LINEAR]}, {"alpha": [alpha], "beta": [beta]}))
+    graph.add_step(Step(RESHAPE, [scaled], [flat]))
+    graph.add_step(Step(MATMUL, [flat, b, bias_value], [out], {"transpose_b": [0]}))
+    graph.inputs, graph.outputs = [a, b], [out]
+    return graph
+
+
+def test_fold_operand_scales_moves_the_scale_to_a_post_op() -> None:
+    graph = fold_operand_scales(scaled_matmul_graph(0.25))
+    assert [s.kind for s in graph.steps] == [RESHAPE, MATMUL], readable(step_summary(graph))
+    assert graph.steps[0].inputs == [graph.inputs[0]]
+    matmul = graph.steps[1]
+    assert matmul.ints["post_ops"] == eltwise_post_op(EltwiseAlg.LINEAR)
+    assert matmul.floats["post_op_params"] == [0.25, 0.0]
+
+
+@pytest.mark.parametrize(("beta", "bias"), [(1.0, False), (0.0, True)], ids=["shifted_operand", "matmul_with_bias"])
+def test_fold_operand_scales_leaves_what_does_not_factor_out(beta: float, bias: bool) -> None:
+    graph = fold_operand_scales(scaled_matmul_graph(0.25, beta, bias))
+    assert [s.kind for s in graph.steps] == [ELTWISE, RESHAPE, MATMUL], readable(step_summary(graph))
+
+
+def test_exported_attention_loses_its_zero_mask_scales_and_views() -> None:
+    model, inputs = build(AttentionBlock, ((1, 6, 32),))
+    graph = lower(model, inputs).payloads()[0]
+    kinds = [s.kind for s in graph.steps]
+    assert BINARY not in kinds and ELTWISE not in kinds, readable(step_summary(graph))
+    scores = next(s for s in graph.steps if s.kind == MATMUL and s.inputs[2] == NO_VALUE)
+    assert scores.ints["post_ops"][:2] == eltwise_post_op(EltwiseAlg.LINEAR)
+    assert scores.floats["post_op_params"][0] == pytest.approx(0.3)
+    output_projection = graph.steps[-1]
+    assert output_projection.ints["post_ops"] == binary_post_op(BinaryAlg.ADD), readable(step_summary(graph))
+    identity_reshapes = [
+        s
+        for s in graph.steps
+        if s.kind == RESHAPE and graph.values[s.inputs[0]].dims == graph.values[s.outputs[0]].dims
+    ]
+    assert not identity_reshapes, readable(step_summary(graph))
+
+
+def test_attention_with_and_without_the_passes_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    test_fused_and_unfused_programs_agree("attention_block", AttentionBlock, ((1, 6, 32),), monkeypatch)

@@ -156,4 +156,3 @@ def test_layout_only_ops_run_as_views(case: Case) -> None:
         assert found is not None, f"expected a reorder {allowed[0]} -> {allowed[1]}\n{describe(trace)}"
         unexpected.remove(found)
     assert not unexpected, f"copies a view should have avoided: {[str(r) for r in unexpected]}\n{describe(trace)}"
-

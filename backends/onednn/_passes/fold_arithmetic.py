@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import torch
+
+from ..serialization.payload import Graph, Step
+from ..serialization.schema import NO_VALUE, BinaryAlg, EltwiseAlg, PostOpKind, StepKind
+from .simplify_layout import is_layout_only
+
+# alg -> (neutral constant, whether it may be the first operand too)
+NEUTRAL_OPERANDS = {
+    BinaryAlg.ADD: (0.0, True),
+    BinaryAlg.SUB: (0.0, False),
+    BinaryAlg.MUL: (1.0, True),
+    BinaryAlg.DIV: (1.0, False),
+}
+
+
+def drop_neutral_binaries(graph: Graph) -> Graph:
+    """Remove `x + 0`, `x * 1` and the like with a constant operand.
+
+    Exported attention adds an all-zero mask when the model builds one from an all-visible padding mask.
+    """
+    index = 0
+    while index < len(graph.steps):
+        step = graph.steps[index]
+        kept = _neutral_binary_operand(graph, step)
+        if kept is None or step.outputs[0] in graph.outputs:
+            index += 1
+            continue
+        for later in graph.steps:
+            later.inputs = [kept if value_id == step.outputs[0] else value_id for value_id in later.inputs]
+        del graph.steps[index]
+    return graph
+
+
+def _neutral_binary_operand(graph: Graph, step: Step) -> int | None:
+    """The operand this binary passes through unchanged, if the other is a neutral constant."""
+    if step.kind != StepKind.BINARY or "post_ops" in step.ints or step.floats:
+        return None
+    alg = BinaryAlg(step.ints["alg"][0])
+    if alg not in NEUTRAL_OPERANDS:
+        return None
+    neutral, either_side = NEUTRAL_OPERANDS[alg]
+    src0, src1 = step.inputs
+    out = graph.values[step.outputs[0]]
+    for kept, constant in ((src0, src1), (src1, src0)) if either_side else ((src0, src1),):
+        tensor = graph.constant_data.get(constant)
+        value = graph.values[kept]
+        if tensor is None or value.dims != out.dims or value.dtype != out.dtype:
+            continue
+        if bool(torch.all(tensor == neutral)):
+            return kept
+    return None
+
+
+def fold_operand_scales(graph: Graph) -> Graph:
+    """Move `matmul(a * s, b * t)` to `matmul(a, b) * (s * t)`: one post-op instead of two passes over memory.
+
+    The decomposition of scaled_dot_product_attention scales queries and keys by sqrt(scale) each.
+    Only for matmuls without bias or quantization, whose scaled operands feed nothing else.
+    """
+    for step in graph.steps:
+        if step.kind != StepKind.MATMUL or len(step.inputs) < 3 or step.inputs[2] != NO_VALUE:
+            continue
+        if set(step.ints) - {"transpose_b", "post_ops"} or set(step.floats) - {"post_op_params"}:
+            continue
+        scale = 1.0
+        for operand in (0, 1):
+            found = _scaled_source(graph, step, operand)
+            if found is None:
+                continue
+            scaling, reader = found
+            reader.inputs = [scaling.inputs[0] if v == scaling.outputs[0] else v for v in reader.inputs]
+            del graph.steps[next(i for i, s in enumerate(graph.steps) if s is scaling)]
+            scale *= scaling.floats["alpha"][0]
+        if scale != 1.0:
+            step.ints["post_ops"] = [PostOpKind.ELTWISE, EltwiseAlg.LINEAR, *step.ints.get("post_ops", [])]
+            step.floats["post_op_params"] = [scale, 0.0, *step.floats.get("post_op_params", [])]
+    return graph
+
+
+def _scaled_source(graph: Graph, matmul: Step, operand: int) -> tuple[Step, Step] | None:
+    """The `x * alpha` step behind this operand (through layout-only steps) and the step reading it."""
+    producers, consumers = graph.producers(), graph.consumers()
+    reader, value_id = matmul, matmul.inputs[operand]
+    if matmul.inputs.count(value_id) != 1:
+        return None
+    while value_id in producers and value_id not in graph.outputs and len(consumers.get(value_id, [])) == 1:
+        producer = graph.steps[producers[value_id]]
+        if producer.kind == StepKind.ELTWISE and producer.ints["alg"][0] == EltwiseAlg.LINEAR:
+            return (producer, reader) if producer.floats["beta"][0] == 0.0 else None
+        if not is_layout_only(graph, producer):
+            return None
+        reader, value_id = producer, producer.inputs[0]
+    return None
