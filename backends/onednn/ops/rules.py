@@ -310,10 +310,11 @@ class Int8Operands:
     floats: dict[str, list[float]]
 
 
-def int8_operands(ctx: LoweringContext, x: object, w: object) -> Int8Operands | None:
-    """dequantize_per_tensor(x_q) and dequantize_per_channel(w_q constant, axis 0, symmetric), as the
-    int8 operands of one primitive; None when the operands are not that pattern (the op then runs in
-    fp32 on the dequantized values, which is exact too)."""
+def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int = 0) -> Int8Operands | None:
+    """dequantize_per_tensor(x_q) and dequantize_per_channel(w_q constant, symmetric, along the weight's
+    output-channel axis), as the int8 operands of one primitive; None when the operands are not that
+    pattern (the op then runs in fp32 on the dequantized values, which is exact too). Weights quantized
+    along axis 1 (a [K, N] matrix, as addmm takes it) are stored transposed, [N, K], like a linear's."""
     if not (_is(x, qd.dequantize_per_tensor.default) and _is(w, qd.dequantize_per_channel.default)):
         return None
     if x.kwargs.get("out_dtype") not in (None, torch.float32) or w.kwargs.get("out_dtype") not in (None, torch.float32):  # type: ignore[union-attr]
@@ -323,14 +324,14 @@ def int8_operands(ctx: LoweringContext, x: object, w: object) -> Int8Operands | 
     data, scales, zero_points = (ctx.constant_node_data(n) for n in (w_q, scales, zero_points))
     if data is None or scales is None or zero_points is None or w_dtype != torch.int8 or data.dtype != torch.int8:
         return None
-    if axis != 0 or quant_min < -128:  # type: ignore[operator]
+    if axis != output_axis or quant_min < -128 or (output_axis == 1 and data.dim() != 2):  # type: ignore[operator]
         return None
     # The partitioner's checks see fake constants: their values are checked when lowering for real.
     fake = is_fake(zero_points) or is_fake(scales)
     if not fake and (bool(zero_points.any()) or not bool((scales > 0).all())):
         return None
     src = ctx.value(x.args[0])  # type: ignore[union-attr]
-    weights = ctx.graph.add_constant(data.contiguous(), DType.S8)
+    weights = ctx.graph.add_constant((data.t() if output_axis == 1 else data).contiguous(), DType.S8)
     return Int8Operands(
         src,
         weights,
@@ -373,10 +374,11 @@ def lower_convolution(ctx: LoweringContext, node: Node) -> None:
 
 
 def emit_matmul(ctx: LoweringContext, node: Node, a: object, b: object, bias: object, transpose_b: bool) -> None:
-    # int8 linear: weights [N, K] quantized per output feature (axis 0).
-    int8 = int8_operands(ctx, a, b) if transpose_b else None
+    # int8: weights quantized per output feature, [N, K] for linear, [K, N] for addmm/mm (then stored as
+    # [N, K], read transposed).
+    int8 = int8_operands(ctx, a, b, output_axis=0 if transpose_b else 1)
     if int8 is not None:
-        va, vb = int8.src, int8.weights
+        va, vb, transpose_b = int8.src, int8.weights, True
     else:
         va, vb = ctx.value(a), ctx.value(b)
     vbias = ctx.optional_value(bias)

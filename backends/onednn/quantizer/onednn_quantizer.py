@@ -1,4 +1,4 @@
-"""PT2E quantizer for the oneDNN delegate: static int8 convolution and linear.
+"""PT2E quantizer for the oneDNN delegate: static int8 convolution, linear and addmm/mm.
 
 Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel; biases stay
 fp32. A convolution or linear followed by a relu is one pattern (the relu's output is quantized), so
@@ -32,28 +32,45 @@ WEIGHT = QuantizationSpec(
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-12),
 )
 
-# Ops annotated as int8, with the argument index of their weight.
+# addmm/mm take [K, N] weights (Hugging Face's Conv1D layers in GPT-2): one scale per column.
+WEIGHT_BY_COLUMN = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=1,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(ch_axis=1, eps=2**-12),
+)
+
+# Ops annotated as int8: argument indices of their activation and weight, and the weight's spec.
 MATRIX_OPS = {
-    aten.conv1d.default: 1,
-    aten.conv2d.default: 1,
-    aten.linear.default: 1,
+    aten.conv1d.default: (0, 1, WEIGHT),
+    aten.conv2d.default: (0, 1, WEIGHT),
+    aten.linear.default: (0, 1, WEIGHT),
+    aten.addmm.default: (1, 2, WEIGHT_BY_COLUMN),
+    aten.mm.default: (0, 1, WEIGHT_BY_COLUMN),
+    aten.matmul.default: (0, 1, WEIGHT_BY_COLUMN),  # `x @ w` as exported, before it becomes mm
 }
 RELUS = {aten.relu.default, aten.relu_.default}
 
 
 class OneDnnQuantizer(Quantizer):
-    """Annotates conv1d/conv2d/linear (each optionally followed by relu) for static int8."""
+    """Annotates conv1d/conv2d/linear/addmm/mm/matmul with a stored weight (each optionally followed by relu) for
+    static int8."""
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
             if node.op != "call_function" or node.target not in MATRIX_OPS or Q_ANNOTATION_KEY in node.meta:
                 continue
-            x, weight = node.args[0], node.args[MATRIX_OPS[node.target]]
-            if not isinstance(x, Node) or not isinstance(weight, Node):
+            x_index, weight_index, weight_spec = MATRIX_OPS[node.target]
+            x, weight = node.args[x_index], node.args[weight_index]
+            if not isinstance(x, Node) or not _is_parameter(model, weight, 2 if weight_spec.ch_axis == 1 else None):
                 continue
+            if node.target == aten.addmm.default and any(s != 1 for s in (*node.args[3:], *node.kwargs.values())):
+                continue  # beta or alpha scales the product or the bias
             relu = _single_relu_user(node)
             node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
-                input_qspec_map={x: ACTIVATION, weight: WEIGHT},
+                input_qspec_map={x: ACTIVATION, weight: weight_spec},
                 output_qspec=None if relu is not None else ACTIVATION,
                 _annotated=True,
             )
@@ -63,6 +80,22 @@ class OneDnnQuantizer(Quantizer):
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def _is_parameter(model: GraphModule, node: object, rank: int | None) -> bool:
+    """A weight stored in the model, of the given rank (mm of two activations, like attention scores,
+    stays fp32; so does a batched weight, whose columns are not the output channels)."""
+    if not isinstance(node, Node) or node.op != "get_attr":
+        return False
+    tensor = _attribute(model, str(node.target))
+    return isinstance(tensor, torch.Tensor) and (rank is None or tensor.dim() == rank)
+
+
+def _attribute(model: GraphModule, path: str) -> object:
+    value: object = model
+    for name in path.split("."):
+        value = getattr(value, name, None)
+    return value
 
 
 def _single_relu_user(node: Node) -> Node | None:

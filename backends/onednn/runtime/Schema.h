@@ -13,7 +13,7 @@ inline constexpr size_t kHeaderSize = 32;
 inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxRank = 6;
 inline constexpr uint32_t kMaxStringLength = 1024;
-inline constexpr uint32_t kMaxAttributeCount = 4096;
+inline constexpr uint32_t kMaxAttributeCount = 1u << 20; // per-channel scales of a 1M-row weight
 
 enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5 };
 inline constexpr uint8_t kNumDTypes = 6;

@@ -13,7 +13,7 @@ import torch
 from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, StepKind
 
 MAX_STRING = 1024
-MAX_ATTR_COUNT = 4096
+MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
 E = TypeVar("E", bound=IntEnum)
 
 

@@ -134,6 +134,27 @@ class SmallCnn(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
+class AddmmLayers(nn.Module):
+    """Hugging Face's Conv1D (GPT-2): addmm with a [K, N] weight, then a plain mm with a stored weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w1, self.b1 = nn.Parameter(torch.randn(24, 40) * 0.2), nn.Parameter(torch.randn(40) * 0.1)
+        self.w2 = nn.Parameter(torch.randn(40, 12) * 0.2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.addmm(self.b1, x, self.w1)) @ self.w2
+
+
+class ScoresOfTwoActivations(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mm(self.q(x), self.k(x).t())
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -152,6 +173,9 @@ def cases() -> list[Case]:
         Case("linear_relu_linear", Mlp(), (torch.randn(4, 32),), 2),
         Case("linear_3d_input", nn.Linear(32, 16), (torch.randn(2, 5, 32),), 1),
         Case("small_cnn", SmallCnn(), (torch.randn(2, 3, 16, 16),), 3),
+        Case("addmm_and_mm_with_column_weights", AddmmLayers(), (torch.randn(6, 24),), 2),
+        # More output channels (scales) than a payload attribute held before: an LM head's vocabulary.
+        Case("linear_with_5000_output_channels", nn.Linear(16, 5000, bias=False), (torch.randn(2, 16),), 1),
         # A 7x7 output in NHWC: oneDNN 3.2's layout-changing reorder dropped the dequantize's zero point.
         Case("conv_7x7_64_channels", nn.Conv2d(64, 64, 3, padding=1), (torch.randn(1, 64, 7, 7),), 1),
     ]
@@ -177,6 +201,19 @@ def test_quantizer_puts_quantize_dequantize_around_conv_and_linear() -> None:
         assert relu.args[0].target == torch.ops.aten.conv2d.default
         assert next(u.target for u in relu.users) == qd.quantize_per_tensor.default
         assert all(u.target != qd.quantize_per_tensor.default for u in relu.args[0].users)
+
+
+def test_quantizer_takes_addmm_weights_per_column_and_leaves_activation_products() -> None:
+    graph = quantize(AddmmLayers(), (torch.randn(6, 24),)).graph
+    products = ops(graph, torch.ops.aten.addmm.default) + ops(graph, torch.ops.aten.matmul.default)
+    assert len(products) == 2, graph
+    for node in products:
+        w = node.args[2] if node.target == torch.ops.aten.addmm.default else node.args[1]
+        assert w.target == qd.dequantize_per_channel.default, f"{node.name} weights from {w.target}"
+        assert w.args[3] == 1, f"{node.name}: weights quantized along axis {w.args[3]}, expected 1 (columns)"
+    graph = quantize(ScoresOfTwoActivations(), (torch.randn(5, 8),)).graph
+    (scores,) = ops(graph, torch.ops.aten.mm.default)
+    assert all(arg.target != qd.dequantize_per_channel.default for arg in scores.args), scores.args
 
 
 # --- lowering -------------------------------------------------------------------------------------
