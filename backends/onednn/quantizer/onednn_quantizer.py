@@ -1,8 +1,9 @@
 """PT2E quantizer for the oneDNN delegate: static int8 convolution, linear and addmm/mm.
 
 Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel; biases stay
-fp32. A convolution or linear followed by a relu is one pattern (the relu's output is quantized), so
-that the lowering fuses the relu and the requantization into the int8 primitive.
+fp32. A convolution or linear followed by a residual add and/or a relu (or ReLU6) is one pattern: only
+its result and the add's other operand are quantized, so that the lowering fuses the add, the
+activation and the requantization into the int8 primitive as post-ops.
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ MATRIX_OPS = {
     aten.mm.default: (0, 1, WEIGHT_BY_COLUMN),
     aten.matmul.default: (0, 1, WEIGHT_BY_COLUMN),  # `x @ w` as exported, before it becomes mm
 }
-RELUS = {aten.relu.default, aten.relu_.default}
+# Activations that become an eltwise post-op of the int8 primitive (nn.ReLU6 exports as hardtanh).
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default, aten.hardtanh_.default}
 
 
 class OneDnnQuantizer(Quantizer):
-    """Annotates conv1d/conv2d/linear/addmm/mm/matmul with a stored weight (each optionally followed by relu) for
-    static int8."""
+    """Annotates conv1d/conv2d/linear/addmm/mm/matmul with a stored weight, each optionally followed by a
+    residual add and a relu/ReLU6, for static int8."""
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
@@ -68,14 +70,22 @@ class OneDnnQuantizer(Quantizer):
                 continue
             if node.target == aten.addmm.default and any(s != 1 for s in (*node.args[3:], *node.kwargs.values())):
                 continue  # beta or alpha scales the product or the bias
-            relu = _single_relu_user(node)
+            residual = _residual_add_user(node)
+            activation = _single_activation_user(residual or node)
             node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
                 input_qspec_map={x: ACTIVATION, weight: weight_spec},
-                output_qspec=None if relu is not None else ACTIVATION,
+                output_qspec=None if residual or activation else ACTIVATION,
                 _annotated=True,
             )
-            if relu is not None:
-                relu.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(output_qspec=ACTIVATION, _annotated=True)
+            if residual is not None:
+                other = residual.args[1] if residual.args[0] is node else residual.args[0]
+                residual.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
+                    input_qspec_map={other: ACTIVATION},  # type: ignore[dict-item]
+                    output_qspec=None if activation else ACTIVATION,
+                    _annotated=True,
+                )
+            if activation is not None:
+                activation.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(output_qspec=ACTIVATION, _annotated=True)
         return model
 
     def validate(self, model: GraphModule) -> None:
@@ -98,8 +108,23 @@ def _attribute(model: GraphModule, path: str) -> object:
     return value
 
 
-def _single_relu_user(node: Node) -> Node | None:
+def _residual_add_user(node: Node) -> Node | None:
+    """The residual add that is this node's only user, not yet annotated, adding another tensor: the
+    product, the add and a following activation stay in fp32 inside one int8 primitive (post-ops), and only
+    the add's other operand and the pattern's result are quantized."""
     users = list(node.users)
-    if len(users) == 1 and users[0].op == "call_function" and users[0].target in RELUS:
+    if len(users) != 1 or users[0].op != "call_function" or users[0].target != aten.add.Tensor:
+        return None
+    add = users[0]
+    if Q_ANNOTATION_KEY in add.meta or len(add.args) != 2 or add.kwargs.get("alpha", 1) != 1:
+        return None
+    if not all(isinstance(a, Node) for a in add.args) or add.args[0] is add.args[1]:
+        return None
+    return add
+
+
+def _single_activation_user(node: Node) -> Node | None:
+    users = list(node.users)
+    if len(users) == 1 and users[0].op == "call_function" and users[0].target in ACTIVATIONS:
         return users[0]
     return None

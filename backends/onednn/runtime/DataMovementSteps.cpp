@@ -77,19 +77,27 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
   }
-  const BufferId destination = graph.define(step.outputs[0], graph.plain(step.outputs[0]));
   // Quantize (f32 -> u8/s8 with dst scale and zero point) or dequantize (the reverse, src ones).
   const Quantization quantization = read_quantization(step, graph);
   if (quantization.empty()) {
-    graph.add_reorder(source, destination);
+    graph.add_reorder(source, graph.define(step.outputs[0], graph.plain(step.outputs[0])));
     return;
   }
   // oneDNN 3.2's jit reorder dropped the src zero point when it also changed the layout (u8 NHWC ->
-  // f32 NCHW, 1x64x7x7): the quantization reorder reads plain memory.
+  // f32 NCHW, 1x64x7x7). So the quantization reorder never changes the layout: from strided memory
+  // (a convolution's NHWC result) it writes the same strides in the new type, which the next
+  // convolution or binary reads as is; from blocked memory it reads a plain copy.
+  memory::desc target = graph.plain(step.outputs[0]);
   const bool copy = !step.has("permutation") && !step.has("offsets");
   if (copy && graph.buffer_desc(source) != graph.plain(src)) {
-    source = graph.plain_input(src);
+    const memory::desc stored = graph.buffer_desc(source);
+    if (is_strided(stored)) {
+      target = memory::desc(dst_dims, graph.data_type(step.outputs[0]), stored.get_strides());
+    } else {
+      source = graph.plain_input(src);
+    }
   }
+  const BufferId destination = graph.define(step.outputs[0], target);
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
   quantization.apply(attr);
   const dnnl::reorder::primitive_desc pd(

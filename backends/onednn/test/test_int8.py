@@ -18,7 +18,7 @@ import torch
 from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
-from executorch.backends.onednn.serialization.schema import DType, StepKind
+from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from tester import Lowered, execute, flatten_outputs, lower
 from torch import nn
 from torchao.quantization.pt2e import MinMaxObserver, allow_exported_model_train_eval
@@ -134,6 +134,32 @@ class SmallCnn(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
+class Bottleneck(nn.Module):
+    """relu(conv(relu(conv(x))) + x) and a projection shortcut: residual adds after convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        self.project, self.conv3 = nn.Conv2d(8, 16, 1, stride=2), nn.Conv2d(8, 16, 3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
+        return torch.relu(self.conv3(y) + self.project(y))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand + ReLU6, depthwise 3x3 + ReLU6, 1x1 project, residual add."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand, self.depthwise = nn.Conv2d(8, 24, 1), nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.project = nn.Conv2d(24, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.relu6(self.depthwise(nn.functional.relu6(self.expand(x))))
+        return self.project(y) + x
+
+
 class AddmmLayers(nn.Module):
     """Hugging Face's Conv1D (GPT-2): addmm with a [K, N] weight, then a plain mm with a stored weight."""
 
@@ -173,6 +199,8 @@ def cases() -> list[Case]:
         Case("linear_relu_linear", Mlp(), (torch.randn(4, 32),), 2),
         Case("linear_3d_input", nn.Linear(32, 16), (torch.randn(2, 5, 32),), 1),
         Case("small_cnn", SmallCnn(), (torch.randn(2, 3, 16, 16),), 3),
+        Case("residual_adds_after_convolutions", Bottleneck(), (torch.randn(1, 8, 12, 12),), 4),
+        Case("inverted_residual_relu6", InvertedResidual(), (torch.randn(1, 8, 10, 10),), 3),
         Case("addmm_and_mm_with_column_weights", AddmmLayers(), (torch.randn(6, 24),), 2),
         # More output channels (scales) than a payload attribute held before: an LM head's vocabulary.
         Case("linear_with_5000_output_channels", nn.Linear(16, 5000, bias=False), (torch.randn(2, 16),), 1),
@@ -214,6 +242,34 @@ def test_quantizer_takes_addmm_weights_per_column_and_leaves_activation_products
     graph = quantize(ScoresOfTwoActivations(), (torch.randn(5, 8),)).graph
     (scores,) = ops(graph, torch.ops.aten.mm.default)
     assert all(arg.target != qd.dequantize_per_channel.default for arg in scores.args), scores.args
+
+
+def test_residual_add_and_relu_become_post_ops_of_the_int8_convolution() -> None:
+    example = (torch.randn(1, 8, 12, 12),)
+    lowered = lower(Exported(quantize(Bottleneck(), example)), example)
+    (graph,) = lowered.payloads()
+    convs = [step for step in graph.steps if step.kind == StepKind.CONVOLUTION]
+    conv2 = convs[1]
+    assert conv2.ints["post_ops"] == [PostOpKind.BINARY, BinaryAlg.ADD, PostOpKind.ELTWISE, EltwiseAlg.RELU]
+    assert "dst_scale" in conv2.floats, "the relu's quantize should be conv2's requantization"
+    assert graph.values[conv2.outputs[0]].dtype == DType.U8
+    # The shortcut is the block input's dequantized value: one REORDER u8 -> f32 feeding the post-op.
+    shortcut = conv2.inputs[3]
+    assert graph.values[shortcut].dtype == DType.F32
+    binaries = [step for step in graph.steps if step.kind == StepKind.BINARY]
+    assert len(binaries) <= 1, "only the add of two convolution results may stay a separate step"
+
+
+def test_relu6_is_a_post_op_of_the_int8_convolution() -> None:
+    example = (torch.randn(1, 8, 10, 10),)
+    (graph,) = lower(Exported(quantize(InvertedResidual(), example)), example).payloads()
+    kinds = [step.kind for step in graph.steps]
+    assert StepKind.ELTWISE not in kinds, kinds
+    expand, depthwise, project = (step for step in graph.steps if step.kind == StepKind.CONVOLUTION)
+    for conv in (expand, depthwise):
+        assert conv.ints["post_ops"] == [PostOpKind.ELTWISE, EltwiseAlg.CLIP], conv.ints
+        assert graph.values[conv.outputs[0]].dtype == DType.U8
+    assert project.ints["post_ops"] == [PostOpKind.BINARY, BinaryAlg.ADD], project.ints
 
 
 # --- lowering -------------------------------------------------------------------------------------
