@@ -1,7 +1,8 @@
 """PT2E quantizer for the oneDNN delegate: static int8 convolution, linear and addmm/mm.
 
 Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel; biases stay
-fp32. A convolution or linear followed by a residual add and/or a relu (or ReLU6) is one pattern: only
+fp32. A convolution or linear followed by a residual add and/or an activation (relu, ReLU6, GELU, SiLU,
+hardswish) is one pattern: only
 its result and the add's other operand are quantized, so that the lowering fuses the add, the
 activation and the requantization into the int8 primitive as post-ops.
 """
@@ -53,12 +54,21 @@ MATRIX_OPS = {
     aten.matmul.default: (0, 1, WEIGHT_BY_COLUMN),  # `x @ w` as exported, before it becomes mm
 }
 # Activations that become an eltwise post-op of the int8 primitive (nn.ReLU6 exports as hardtanh).
-ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default, aten.hardtanh_.default}
+ACTIVATIONS = {
+    aten.relu.default,
+    aten.relu_.default,
+    aten.relu6.default,
+    aten.hardtanh.default,
+    aten.hardtanh_.default,
+    aten.gelu.default,
+    aten.silu.default,
+    aten.hardswish.default,
+}
 
 
 class OneDnnQuantizer(Quantizer):
     """Annotates conv1d/conv2d/linear/addmm/mm/matmul with a stored weight, each optionally followed by a
-    residual add and a relu/ReLU6, for static int8."""
+    residual add and an activation, for static int8."""
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:

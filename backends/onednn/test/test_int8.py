@@ -11,6 +11,7 @@ quantization error itself: held to FP32_TOLERANCE of the output's largest magnit
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -110,13 +111,14 @@ class Depthwise(nn.Module):
 
 
 class Mlp(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, activation: Callable[[torch.Tensor], torch.Tensor] = torch.relu) -> None:
         super().__init__()
         self.fc1 = nn.Linear(32, 64)
         self.fc2 = nn.Linear(64, 10)
+        self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
+        return self.fc2(self.activation(self.fc1(x)))
 
 
 class SmallCnn(nn.Module):
@@ -198,6 +200,9 @@ def cases() -> list[Case]:
         Case("conv1d_relu", Conv1d(), (torch.randn(2, 6, 20),), 1),
         Case("linear_relu_linear", Mlp(), (torch.randn(4, 32),), 2),
         Case("linear_3d_input", nn.Linear(32, 16), (torch.randn(2, 5, 32),), 1),
+        Case("linear_gelu_linear", Mlp(nn.functional.gelu), (torch.randn(4, 32),), 2),
+        Case("linear_silu_linear", Mlp(nn.functional.silu), (torch.randn(4, 32),), 2),
+        Case("linear_hardswish_linear", Mlp(nn.functional.hardswish), (torch.randn(4, 32),), 2),
         Case("small_cnn", SmallCnn(), (torch.randn(2, 3, 16, 16),), 3),
         Case("residual_adds_after_convolutions", Bottleneck(), (torch.randn(1, 8, 12, 12),), 4),
         Case("inverted_residual_relu6", InvertedResidual(), (torch.randn(1, 8, 10, 10),), 3),
@@ -258,6 +263,21 @@ def test_residual_add_and_relu_become_post_ops_of_the_int8_convolution() -> None
     assert graph.values[shortcut].dtype == DType.F32
     binaries = [step for step in graph.steps if step.kind == StepKind.BINARY]
     assert len(binaries) <= 1, "only the add of two convolution results may stay a separate step"
+
+
+@pytest.mark.parametrize(
+    ("activation", "alg"),
+    [(nn.functional.gelu, EltwiseAlg.GELU_ERF), (nn.functional.silu, EltwiseAlg.SWISH)],
+    ids=["gelu", "silu"],
+)
+def test_activation_is_a_post_op_of_the_int8_linear(
+    activation: Callable[[torch.Tensor], torch.Tensor], alg: EltwiseAlg
+) -> None:
+    example = (torch.randn(4, 32),)
+    (graph,) = lower(Exported(quantize(Mlp(activation), example)), example).payloads()
+    fc1 = next(step for step in graph.steps if step.kind == StepKind.MATMUL)
+    assert fc1.ints["post_ops"] == [PostOpKind.ELTWISE, alg], fc1.ints
+    assert graph.values[fc1.outputs[0]].dtype == DType.U8, "fc2's u8 input should come from fc1 directly"
 
 
 def test_relu6_is_a_post_op_of_the_int8_convolution() -> None:
