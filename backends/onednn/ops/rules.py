@@ -340,6 +340,34 @@ def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int =
     )
 
 
+# The ops whose int8 lowering reads a dequantize_per_channel's s8 data directly: (activation index,
+# weight index, the weight's output-channel axis).
+INT8_WEIGHT_READERS = {
+    aten.convolution.default: (0, 1, 0),
+    aten.linear.default: (0, 1, 0),
+    aten.addmm.default: (1, 2, 1),
+    aten.mm.default: (0, 1, 1),
+}
+
+
+def lower_weight_dequantize(ctx: LoweringContext, node: Node) -> None:
+    """A dequantize_per_channel too large to fold ahead of time (an LM head's f32 weights): taken when
+    every user reads its s8 data as int8 weights, so that its f32 result is never needed."""
+    scratch = LoweringContext(ctx.ep)  # the check must not add the users' operands to the payload
+    for user in node.users:
+        reader = INT8_WEIGHT_READERS.get(aten_op(user.target))
+        if reader is None or user.args[reader[1]] is not node:
+            raise Unsupported(f"{user.name} would need {node.name}'s dequantized weights")
+        if int8_operands(scratch, user.args[reader[0]], node, reader[2]) is None:
+            raise Unsupported(f"{user.name} does not take {node.name} as int8 weights")
+
+
+def every_user_taken(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    if not all(supported(user) for user in node.users):
+        return f"{node.name}: a user left outside the delegate would need its dequantized weights"
+    return None
+
+
 # --- convolution and matmul -----------------------------------------------------------------------
 def lower_convolution(ctx: LoweringContext, node: Node) -> None:
     x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
@@ -822,6 +850,7 @@ OP_RULES: dict[object, OpRule] = {
     operator.getitem: OpRule(lower_getitem, compute=False),
     qd.quantize_per_tensor.default: OpRule(lower_quantize, users_ok=quantized_outputs_stay_inside),
     qd.dequantize_per_tensor.default: OpRule(lower_dequantize),
+    qd.dequantize_per_channel.default: OpRule(lower_weight_dequantize, users_ok=every_user_taken),
 }
 
 # Ops that ExecuTorch's default decompositions would break apart, though the runtime runs them whole.

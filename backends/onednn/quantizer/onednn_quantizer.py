@@ -24,25 +24,23 @@ ACTIVATION = QuantizationSpec(
     qscheme=torch.per_tensor_affine,
     observer_or_fake_quant_ctr=HistogramObserver.with_args(eps=2**-12),
 )
-# s8 weights use [-127, 127] (symmetric); the lowering checks the range it is given.
-WEIGHT = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-127,
-    quant_max=127,
-    qscheme=torch.per_channel_symmetric,
-    ch_axis=0,
-    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-12),
-)
 
+
+def weight_spec(output_axis: int) -> QuantizationSpec:
+    """s8, symmetric, one scale per output channel; [-127, 127] (the lowering checks the range)."""
+    return QuantizationSpec(
+        dtype=torch.int8,
+        quant_min=-127,
+        quant_max=127,
+        qscheme=torch.per_channel_symmetric,
+        ch_axis=output_axis,
+        observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(ch_axis=output_axis, eps=2**-12),
+    )
+
+
+WEIGHT = weight_spec(0)
 # addmm/mm take [K, N] weights (Hugging Face's Conv1D layers in GPT-2): one scale per column.
-WEIGHT_BY_COLUMN = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-127,
-    quant_max=127,
-    qscheme=torch.per_channel_symmetric,
-    ch_axis=1,
-    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(ch_axis=1, eps=2**-12),
-)
+WEIGHT_BY_COLUMN = weight_spec(1)
 
 # Ops annotated as int8: argument indices of their activation and weight, and the weight's spec.
 MATRIX_OPS = {

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn.ops import context
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
@@ -278,6 +279,23 @@ def test_activation_is_a_post_op_of_the_int8_linear(
     fc1 = next(step for step in graph.steps if step.kind == StepKind.MATMUL)
     assert fc1.ints["post_ops"] == [PostOpKind.ELTWISE, alg], fc1.ints
     assert graph.values[fc1.outputs[0]].dtype == DType.U8, "fc2's u8 input should come from fc1 directly"
+
+
+def test_weights_too_large_to_fold_are_read_as_int8(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LM head's dequantized f32 weights (154 MB for GPT-2) exceed what is folded ahead of time: the
+    dequantize is still taken, since the int8 matmul reads its s8 data."""
+    monkeypatch.setattr(context, "MAX_FOLDED_BYTES", 2048)  # both weights are larger (8 and 2.5 KiB)
+    example = (torch.randn(4, 32),)
+    converted = quantize(Mlp(), example)
+    lowered = lower(Exported(converted), example)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    int8 = [step for step in graph.steps if step.kind == StepKind.MATMUL and "src_scale" in step.floats]
+    assert len(int8) == 2, [step.kind for step in graph.steps]
+    (got,) = execute(lowered.buffer, example)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    assert (got - reference).abs().max().item() <= QUANT_STEPS * output_scale(converted) * (1 + 1e-5)
 
 
 def test_relu6_is_a_post_op_of_the_int8_convolution() -> None:
