@@ -135,6 +135,38 @@ def test_precision_pass_keeps_boundaries_and_sensitive_steps_in_fp32() -> None:
     assert DType.BF16 in dtype_of.values()
 
 
+class ResidualBlocks(nn.Module):
+    """Two pre-norm transformer MLP blocks: x + fc2(gelu(fc1(norm(x)))), twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(32), nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32)) for _ in range(2)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = x + block(x)
+        return x * 2
+
+
+def test_residual_stream_stays_fp32() -> None:
+    model, inputs = ResidualBlocks().eval(), (torch.randn(1, 8, 32),)
+    graph = lower(model, inputs, OneDnnPartitioner(precision="bf16")).payloads()[0]
+    residual = [s for s in graph.steps if s.kind == StepKind.MATMUL and 1 in s.ints.get("post_ops", [])[::2]]
+    assert len(residual) == 2, [(s.kind.name, s.ints.get("post_ops")) for s in graph.steps]
+    for step in residual:
+        assert step.ints.get("compute_bf16") == [1]
+        assert graph.values[step.outputs[0]].dtype == DType.F32, "the residual add's result should stay fp32"
+    first_fc = next(s for s in graph.steps if s.kind == StepKind.MATMUL)
+    assert graph.values[first_fc.outputs[0]].dtype == DType.BF16
+    (got,) = execute(lower(model, inputs, OneDnnPartitioner(precision="bf16")).buffer, inputs)
+    with torch.no_grad():
+        expected = model(*inputs)
+    error = mismatch("residual blocks in bf16", [got], [expected], MODEL_TOLERANCE)
+    assert error is None, error
+
+
 def test_fp32_lowering_is_untouched_by_default() -> None:
     model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 8))
     graph = lower(model, (torch.randn(4, 32),)).payloads()[0]
