@@ -31,7 +31,7 @@ if [[ "$(cat "$stamp_dir/requirements" 2>/dev/null)" != "$requirements_hash" ]];
   fi
   "${pip[@]}" install -r "$root/scripts/requirements.txt"
   "${pip[@]}" install --no-deps -r "$root/scripts/requirements-headers.txt"
-  "${pip[@]}" install --no-deps --force-reinstall -q onednn-cpu-tbb=="$(sed -n 's/^onednn-cpu-tbb==//p' "$root/scripts/requirements.txt")"
+  "${pip[@]}" install --no-deps --force-reinstall -q onednn-cpu-tbb=="$(sed -n 's/^onednn-cpu-tbb==//p' "$root/scripts/requirements-headers.txt")"
   echo "$requirements_hash" > "$stamp_dir/requirements"
 fi
 
