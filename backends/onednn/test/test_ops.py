@@ -390,7 +390,11 @@ UNREACHABLE_FROM_EXPORT = {
     "aten::clone": "to_edge turns clone into dim_order_ops::_clone_dim_order",
 }
 # Rules whose ops only a PT2E-quantized model contains: test_int8.py runs them end to end.
-COVERED_BY_TEST_INT8 = {"quantized_decomposed::quantize_per_tensor", "quantized_decomposed::dequantize_per_tensor"}
+COVERED_BY_TEST_INT8 = {
+    "quantized_decomposed::quantize_per_tensor",
+    "quantized_decomposed::dequantize_per_tensor",
+    "quantized_decomposed::dequantize_per_channel",  # test_weights_too_large_to_fold_are_read_as_int8
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
