@@ -27,8 +27,7 @@ def drop_neutral_binaries(graph: Graph) -> Graph:
         if kept is None or step.outputs[0] in graph.outputs:
             index += 1
             continue
-        for later in graph.steps:
-            later.inputs = [kept if value_id == step.outputs[0] else value_id for value_id in later.inputs]
+        graph.rename_reads(step.outputs[0], kept)
         del graph.steps[index]
     return graph
 
@@ -70,7 +69,7 @@ def fold_operand_scales(graph: Graph) -> Graph:
             if found is None:
                 continue
             scaling, reader = found
-            reader.inputs = [scaling.inputs[0] if v == scaling.outputs[0] else v for v in reader.inputs]
+            graph.rename_reads(scaling.outputs[0], scaling.inputs[0], [reader])
             del graph.steps[next(i for i, s in enumerate(graph.steps) if s is scaling)]
             scale *= scaling.floats["alpha"][0]
         if scale != 1.0:

@@ -23,7 +23,7 @@ def _simplify_once(graph: Graph) -> bool:
             continue
         src, dst = step.inputs[0], step.outputs[0]
         if _is_identity(graph, step) and dst not in graph.outputs:
-            _rename_reads(graph, dst, src)
+            graph.rename_reads(dst, src)
             del graph.steps[index]
             return True
         if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
@@ -57,8 +57,3 @@ def _is_identity(graph: Graph, step: Step) -> bool:
     if step.kind == StepKind.RESHAPE:
         return graph.values[step.inputs[0]].dims == graph.values[step.outputs[0]].dims
     return _permutation(graph, step) == list(range(len(graph.values[step.inputs[0]].dims)))
-
-
-def _rename_reads(graph: Graph, old: int, new: int) -> None:
-    for step in graph.steps:
-        step.inputs = [new if value_id == old else value_id for value_id in step.inputs]

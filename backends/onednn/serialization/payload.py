@@ -67,6 +67,11 @@ class Graph:
         """Value id -> index of the step that produces it."""
         return {out: index for index, step in enumerate(self.steps) for out in step.outputs}
 
+    def rename_reads(self, old: int, new: int, steps: list[Step] | None = None) -> None:
+        """Make the steps (all by default) that read value `old` read `new` instead."""
+        for step in self.steps if steps is None else steps:
+            step.inputs = [new if value_id == old else value_id for value_id in step.inputs]
+
     def consumers(self) -> dict[int, list[int]]:
         """Value id -> indices of the steps that read it (a step reading twice appears twice)."""
         users: dict[int, list[int]] = {}
