@@ -310,11 +310,19 @@ class Int8Operands:
     floats: dict[str, list[float]]
 
 
-def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int = 0) -> Int8Operands | None:
+@dataclass(frozen=True)
+class Int8Pattern:
+    data: torch.Tensor  # the s8 weights as quantized (possibly fake: the partitioner's checks)
+    weight_scales: list[float]
+    src_scale: float
+    src_zero_point: int
+
+
+def int8_pattern(ctx: LoweringContext, x: object, w: object, output_axis: int) -> Int8Pattern | None:
     """dequantize_per_tensor(x_q) and dequantize_per_channel(w_q constant, symmetric, along the weight's
-    output-channel axis), as the int8 operands of one primitive; None when the operands are not that
-    pattern (the op then runs in fp32 on the dequantized values, which is exact too). Weights quantized
-    along axis 1 (a [K, N] matrix, as addmm takes it) are stored transposed, [N, K], like a linear's."""
+    output-channel axis): the int8 operands of one primitive, read without touching the payload; None
+    when the operands are not that pattern (the op then runs in fp32 on the dequantized values, which
+    is exact too)."""
     if not (_is(x, qd.dequantize_per_tensor.default) and _is(w, qd.dequantize_per_channel.default)):
         return None
     if x.kwargs.get("out_dtype") not in (None, torch.float32) or w.kwargs.get("out_dtype") not in (None, torch.float32):  # type: ignore[union-attr]
@@ -330,13 +338,23 @@ def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int =
     fake = is_fake(zero_points) or is_fake(scales)
     if not fake and (bool(zero_points.any()) or not bool((scales > 0).all())):
         return None
+    weight_scales = [1.0] * scales.numel() if fake else scales.double().tolist()
+    return Int8Pattern(data, weight_scales, scale, zero_point)
+
+
+def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int = 0) -> Int8Operands | None:
+    """The int8 pattern's activation and s8 weights as payload values. Weights quantized along axis 1
+    (a [K, N] matrix, as addmm takes it) are stored transposed, [N, K], like a linear's."""
+    pattern = int8_pattern(ctx, x, w, output_axis)
+    if pattern is None:
+        return None
     src = ctx.value(x.args[0])  # type: ignore[union-attr]
-    weights = ctx.graph.add_constant((data.t() if output_axis == 1 else data).contiguous(), DType.S8)
+    data = pattern.data.t() if output_axis == 1 else pattern.data
     return Int8Operands(
         src,
-        weights,
-        {"src_zero_point": [zero_point]} if zero_point else {},
-        {"src_scale": [scale], "weight_scales": [1.0] * scales.numel() if fake else scales.double().tolist()},
+        ctx.graph.add_constant(data.contiguous(), DType.S8),
+        {"src_zero_point": [pattern.src_zero_point]} if pattern.src_zero_point else {},
+        {"src_scale": [pattern.src_scale], "weight_scales": pattern.weight_scales},
     )
 
 
@@ -353,12 +371,11 @@ INT8_WEIGHT_READERS = {
 def lower_weight_dequantize(ctx: LoweringContext, node: Node) -> None:
     """A dequantize_per_channel too large to fold ahead of time (an LM head's f32 weights): taken when
     every user reads its s8 data as int8 weights, so that its f32 result is never needed."""
-    scratch = LoweringContext(ctx.ep)  # the check must not add the users' operands to the payload
     for user in node.users:
         reader = INT8_WEIGHT_READERS.get(aten_op(user.target))
         if reader is None or user.args[reader[1]] is not node:
             raise Unsupported(f"{user.name} would need {node.name}'s dequantized weights")
-        if int8_operands(scratch, user.args[reader[0]], node, reader[2]) is None:
+        if int8_pattern(ctx, user.args[reader[0]], node, reader[2]) is None:
             raise Unsupported(f"{user.name} does not take {node.name} as int8 weights")
 
 
