@@ -11,7 +11,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ._passes import compute_in_bf16, run_passes
+from ._passes import compute_in_bf16, passes_for, run_passes
 from .ops import lower_program
 from .serialization.payload import serialize
 
@@ -22,6 +22,8 @@ EXTERNAL_WEIGHTS_SPEC = "external_weights"
 # Compile spec choosing the type fp32 activations compute in inside the delegate.
 PRECISION_SPEC = "precision"
 PRECISIONS = ("fp32", "bf16")
+# Compile spec ("1") making linear layers compute in int8 with activations quantized per row at run time.
+DYNAMIC_INT8_SPEC = "dynamic_int8"
 
 
 def spec_value(compile_specs: list[CompileSpec], key: str) -> str | None:
@@ -42,7 +44,8 @@ def precision_of(compile_specs: list[CompileSpec]) -> str:
 class OneDnnBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        graph = run_passes(lower_program(edge_program))
+        dynamic_int8 = spec_value(compile_specs, DYNAMIC_INT8_SPEC) == "1"
+        graph = run_passes(lower_program(edge_program), passes_for(dynamic_int8))
         if precision_of(compile_specs) == "bf16":
             graph = compute_in_bf16(graph)
         store = NamedDataStore()

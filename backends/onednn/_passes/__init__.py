@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..serialization.payload import Graph
 from .compact import drop_unused
+from .dynamic_int8 import quantize_matmuls_dynamically
 from .fold_arithmetic import drop_neutral_binaries, fold_operand_scales
 from .fold_batch_norm import fold_batch_norm
 from .fuse_post_ops import fuse_post_ops
@@ -31,6 +32,14 @@ def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
     return graph
 
 
+def passes_for(dynamic_int8: bool) -> list[GraphPass]:
+    """PASSES, with the dynamic int8 rewrite of linear layers before the fusions when asked for."""
+    if not dynamic_int8:
+        return PASSES
+    at = PASSES.index(fuse_post_ops)
+    return [*PASSES[:at], quantize_matmuls_dynamically, *PASSES[at:]]
+
+
 __all__ = [
     "PASSES",
     "compute_in_bf16",
@@ -40,6 +49,8 @@ __all__ = [
     "fold_operand_scales",
     "fuse_post_ops",
     "fuse_requantize",
+    "passes_for",
+    "quantize_matmuls_dynamically",
     "run_passes",
     "simplify_layout",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
 
-KEEP_FP32 = {StepKind.SOFTMAX, StepKind.LAYER_NORM, StepKind.BATCH_NORM, StepKind.REDUCTION}
+KEEP_FP32 = {StepKind.SOFTMAX, StepKind.LAYER_NORM, StepKind.BATCH_NORM, StepKind.REDUCTION, StepKind.QUANTIZE_ROWS}
 # These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there).
 MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
 # Layout steps keep their input's type: a type change there would be an extra conversion.
@@ -21,7 +21,7 @@ FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER}
 def compute_in_bf16(graph: Graph) -> Graph:
     boundary = set(graph.inputs) | set(graph.outputs)
     for step in graph.steps:
-        if "src_scale" in step.floats or "dst_scale" in step.floats:
+        if any(name in step.floats for name in ("src_scale", "weight_scales", "dst_scale")):
             continue  # int8 steps and quantize/dequantize keep the types the quantization chose
         if step.kind in MATRIX_STEPS:
             step.ints["compute_bf16"] = [1]

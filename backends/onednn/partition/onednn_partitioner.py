@@ -15,7 +15,7 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..onednn_preprocess import EXTERNAL_WEIGHTS_SPEC, PRECISION_SPEC, PRECISIONS
+from ..onednn_preprocess import DYNAMIC_INT8_SPEC, EXTERNAL_WEIGHTS_SPEC, PRECISION_SPEC, PRECISIONS
 from ..ops import KEEP_WHOLE, is_folded_constant, rule_for, unsupported_reason
 
 logger = logging.getLogger(__name__)
@@ -42,13 +42,18 @@ class OneDnnPartitioner(Partitioner):
         compile_specs: list[CompileSpec] | None = None,
         external_weights: str | None = None,
         precision: str = "fp32",
+        dynamic_int8: bool = False,
     ) -> None:
         """external_weights: put the weights in the external data file `<external_weights>.ptd`
         (written by `ExecutorchProgramManager.write_tensor_data_to_file`) instead of the .pte.
 
         precision: "fp32" computes fp32 models in fp32; "bf16" computes their activations inside the
         delegate in bf16 (fp32 accumulation, fp32 softmax/normalization/reduction outputs, fp32
-        delegate inputs and outputs). Models already in bf16 compute in bf16 either way."""
+        delegate inputs and outputs). Models already in bf16 compute in bf16 either way.
+
+        dynamic_int8: linear layers (matmuls with a stored 2-D weight) compute in int8: weights
+        quantized per output channel (s8, symmetric) ahead of time, activations per row (per token)
+        at run time; no calibration. Other ops keep `precision`."""
         super().__init__()
         if precision not in PRECISIONS:
             raise ValueError(f"precision={precision!r}: expected one of {PRECISIONS}")
@@ -57,6 +62,8 @@ class OneDnnPartitioner(Partitioner):
             specs.append(CompileSpec(EXTERNAL_WEIGHTS_SPEC, external_weights.encode()))
         if precision != "fp32":
             specs.append(CompileSpec(PRECISION_SPEC, precision.encode()))
+        if dynamic_int8:
+            specs.append(CompileSpec(DYNAMIC_INT8_SPEC, b"1"))
         self.delegation_spec = DelegationSpec("OneDnnBackend", specs)
         # Node name -> why it was left to ExecuTorch, from the last partition() call.
         self.rejections: dict[str, str] = {}

@@ -212,13 +212,7 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
       for (size_t index = 0; index < steps_.size(); ++index) {
         const PreparedStep& step = steps_[index];
         if (step.primitive == nullptr) {
-          const auto* source =
-              step.host_src ? static_cast<const float*>(step.host_src.get_data_handle()) : nullptr;
-          run_host_loop(
-              step.host,
-              source,
-              static_cast<float*>(step.host_dst.get_data_handle()),
-              step.host_dst_count);
+          run_host_step(step);
           continue;
         }
         const dnnl_status_t status = dnnl_primitive_execute(
@@ -250,6 +244,24 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     return Error::Internal;
   }
   return Error::Ok;
+}
+
+// Host loops run on the calling thread, inside the thread arena; a QuantizeRows loop's rows are
+// independent and split across the arena's threads (a BERT layer quantizes ~700K values per run).
+void CompiledGraph::run_host_step(const PreparedStep& step) {
+  constexpr size_t kValuesPerChunk = 16384;
+  const HostLoop& loop = step.host;
+  const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
+  void* target = step.host_dst.get_data_handle();
+  void* aux = step.host_aux ? step.host_aux.get_data_handle() : nullptr;
+  if (loop.kind == HostLoop::Kind::QuantizeRows) {
+    const size_t grain = std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.extent));
+    parallel_chunks(loop.outer, grain, [&](size_t begin, size_t end) {
+      quantize_rows(loop, source, target, aux, begin, end);
+    });
+    return;
+  }
+  run_host_loop(loop, source, target, step.host_dst_count, aux);
 }
 
 } // namespace executorch::backends::onednn

@@ -50,8 +50,10 @@ class CompiledGraph {
     HostLoop host;
     dnnl::memory host_dst;
     dnnl::memory host_src;
+    dnnl::memory host_aux; // a second output (QuantizeRows: the row scales)
     size_t host_dst_count = 0;
   };
+  static void run_host_step(const PreparedStep& step);
   // A memory object whose data handle is the tensor at args[arg_index].
   struct Binding {
     dnnl::memory memory;

@@ -192,18 +192,50 @@ memory::desc strided_operand(
   return permuted(memory::desc(dims, type, strides), order);
 }
 
+// oneDNN 3.2's brgemm matmul takes a binary post-op operand that varies along the rows but not the
+// columns (the row scales of dynamic int8, [.., M, 1]) only in a [1, M, N] problem; elsewhere it falls
+// back to the reference kernel, ~1000x slower. When b is shared by every batch and a is not
+// broadcast, the batch dims fold into M: the same plain bytes, a [1, rows, N] problem.
+bool fold_batch_into_rows(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    const memory::dims& a_dims,
+    const memory::dims& b_dims,
+    const memory::dims& dst) {
+  const size_t batch = dst.size() - 2;
+  const PostOps post_ops = read_post_ops(step, graph, 3, dst);
+  bool row_operand = false;
+  bool all_fold = true;
+  for (const PostOps::Operand& operand : post_ops.operands) {
+    const bool leading_ones = std::all_of(
+        operand.dims.begin(), operand.dims.end() - 1, [](int64_t d) { return d == 1; });
+    row_operand = row_operand || (operand.dims.back() == 1 && dst.back() > 1 && !leading_ones);
+    all_fold = all_fold && folds_into_rows(operand.dims, dst);
+  }
+  const bool bias_folds =
+      !step.has_input(2) || folds_into_rows(graph.dims(step.inputs[2]), dst);
+  return row_operand && all_fold && bias_folds &&
+      std::all_of(b_dims.begin(), b_dims.begin() + batch, [](int64_t d) { return d == 1; }) &&
+      std::equal(a_dims.begin(), a_dims.begin() + batch, dst.begin());
+}
+
 } // namespace
 
 void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t a = step.inputs[0];
   const uint32_t b = step.inputs[1];
-  const memory::dims dst = graph.dims(step.outputs[0]);
-  const size_t rank = dst.size();
+  const memory::dims dst_value = graph.dims(step.outputs[0]);
   ODNN_CHECK(
-      rank >= 2 && graph.dims(a).size() <= rank && graph.dims(b).size() <= rank,
+      dst_value.size() >= 2 && graph.dims(a).size() <= dst_value.size() &&
+          graph.dims(b).size() <= dst_value.size(),
       "dst %s must have rank >= 2 and at least the rank of a and b",
-      dims_string(dst).c_str());
-  const memory::dims a_dims = left_pad(graph.dims(a), rank);
+      dims_string(dst_value).c_str());
+  const memory::dims a_padded = left_pad(graph.dims(a), dst_value.size());
+  const bool fold_rows = fold_batch_into_rows(
+      step, graph, a_padded, left_pad(graph.dims(b), dst_value.size()), dst_value);
+  const memory::dims dst = fold_rows ? fold_into_rows(dst_value) : dst_value;
+  const size_t rank = dst.size();
+  const memory::dims a_dims = fold_rows ? fold_into_rows(a_padded) : a_padded;
   const memory::dims b_stored = left_pad(graph.dims(b), rank);
   const bool transpose_b = step.has("transpose_b") && step.int_scalar("transpose_b") != 0;
   std::vector<int64_t> order(rank);
@@ -231,14 +263,15 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const bool has_bias = step.has_input(2);
   memory::dims bias_dims;
   if (has_bias) {
-    bias_dims = left_pad(graph.dims(step.inputs[2]), rank);
+    bias_dims = fold_rows ? fold_into_rows(left_pad(graph.dims(step.inputs[2]), dst_value.size()))
+                          : left_pad(graph.dims(step.inputs[2]), rank);
     ODNN_CHECK(
         graph.dims(step.inputs[2]).size() <= rank && broadcasts_to(bias_dims, dst),
         "bias %s does not broadcast to dst %s",
         dims_string(graph.dims(step.inputs[2])).c_str(),
         dims_string(dst).c_str());
   }
-  const PostOps post_ops = read_post_ops(step, graph, 3, dst);
+  const PostOps post_ops = read_post_ops(step, graph, 3, dst_value, fold_rows);
   dnnl::primitive_attr attr = attr_with(post_ops);
   // Weight scales per output column n: the last dim of b.
   const Quantization quantization = read_quantization(step, graph, 1 << (rank - 1), n);
@@ -253,7 +286,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const memory::desc a_plain = plain_desc(a_dims, type);
   std::vector<int64_t> identity(rank);
   std::iota(identity.begin(), identity.end(), 0);
-  const memory::desc a_strided = strided_operand(graph, a, identity, type);
+  const memory::desc a_strided =
+      fold_rows ? memory::desc() : strided_operand(graph, a, identity, type);
   const memory::desc b_strided =
       graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
   const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
@@ -290,7 +324,12 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
   add_post_op_args(post_ops, pd, graph, args);
   quantization.add_args(args);
-  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  if (fold_rows) {
+    const memory::desc result = plain_desc(dst_value, pd.dst_desc().get_data_type());
+    args.emplace_back(DNNL_ARG_DST, graph.alias(graph.define(step.outputs[0], result), pd.dst_desc()));
+  } else {
+    args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
+  }
   graph.add_primitive(dnnl::matmul(pd), pd, args);
 }
 

@@ -202,4 +202,32 @@ void build_pad(const StepRecord& step, GraphBuilder& graph) {
   graph.add_reorder(source, graph.alias(target, dst_desc.submemory_desc(src_dims, front)));
 }
 
+// Dynamic int8: src (f32, or converted to it) quantized per row of its last dim on the host, into an
+// s8 value of the same dims and the row scales (f32, last dim 1) that a following int8 MATMUL
+// multiplies back in as a binary post-op.
+void build_quantize_rows(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const uint32_t quantized = step.outputs[0];
+  const uint32_t scales = step.outputs[1];
+  const memory::dims dims = graph.dims(src);
+  ODNN_CHECK(!dims.empty(), "src must have rank >= 1");
+  memory::dims scale_dims = dims;
+  scale_dims.back() = 1;
+  require_same_dims(dims, graph.dims(quantized), "src and quantized dims");
+  require_same_dims(scale_dims, graph.dims(scales), "scales dims (src dims, last one 1)");
+  ODNN_CHECK(
+      graph.data_type(quantized) == DataType::s8 && graph.data_type(scales) == DataType::f32,
+      "outputs must be S8 (quantized) and F32 (scales), got %s and %s",
+      dtype_name(graph.value(quantized).dtype),
+      dtype_name(graph.value(scales).dtype));
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::QuantizeRows;
+  loop.extent = static_cast<size_t>(dims.back());
+  loop.outer = static_cast<size_t>(element_count(dims)) / loop.extent;
+  loop.inner = 1;
+  const BufferId source = graph.plain_input(src, DataType::f32);
+  const BufferId target = graph.define(quantized, plain_desc(dims, DataType::s8));
+  graph.add_host_loop(loop, target, source, graph.define(scales, plain_desc(scale_dims)));
+}
+
 } // namespace executorch::backends::onednn

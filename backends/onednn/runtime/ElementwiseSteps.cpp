@@ -9,11 +9,6 @@ namespace {
 
 using dnnl::prop_kind;
 
-void require_same_dims(const memory::dims& a, const memory::dims& b, const char* what) {
-  ODNN_CHECK(
-      a == b, "%s: %s and %s must be equal", what, dims_string(a).c_str(), dims_string(b).c_str());
-}
-
 size_t spatial_rank(const memory::dims& src) {
   ODNN_CHECK(
       src.size() >= 3 && src.size() <= 5,

@@ -256,10 +256,17 @@ void GraphBuilder::add_fill(BufferId target, float value) {
   add_host_loop(fill, target, kNoBuffer);
 }
 
-void GraphBuilder::add_host_loop(const HostLoop& loop, BufferId target, BufferId source) {
+void GraphBuilder::add_host_loop(
+    const HostLoop& loop,
+    BufferId target,
+    BufferId source,
+    BufferId aux) {
   ArgList args{{DNNL_ARG_DST, target}};
   if (source != kNoBuffer) {
     args.emplace_back(DNNL_ARG_SRC, source);
+  }
+  if (aux != kNoBuffer) {
+    args.emplace_back(DNNL_ARG_DST_1, aux);
   }
   for (const auto& arg : args) {
     note_use(arg.second);
@@ -425,9 +432,10 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     CompiledGraph::PreparedStep step;
     if (!recorded.primitive) {
       step.host = recorded.host;
-      step.host_dst = memory_of(recorded.args[0].second);
-      if (recorded.args.size() > 1) {
-        step.host_src = memory_of(recorded.args[1].second);
+      for (const auto& [arg, buffer] : recorded.args) {
+        (arg == DNNL_ARG_DST ? step.host_dst
+             : arg == DNNL_ARG_SRC ? step.host_src
+                                   : step.host_aux) = memory_of(buffer);
       }
       const memory::desc dst_desc = step.host_dst.get_desc();
       step.host_dst_count = dst_desc.get_size() / memory::data_type_size(dst_desc.get_data_type());

@@ -160,8 +160,12 @@ class GraphBuilder {
       const ArgList& args);
   void add_reorder(BufferId source, BufferId destination);
   void add_fill(BufferId target, float value); // target: f32 or bf16
-  // A loop on the calling thread writing `target` (and reading `source`, when given).
-  void add_host_loop(const HostLoop& loop, BufferId target, BufferId source);
+  // A loop on the calling thread writing `target` (and `aux`) and reading `source`, when given.
+  void add_host_loop(
+      const HostLoop& loop,
+      BufferId target,
+      BufferId source,
+      BufferId aux = kNoBuffer);
 
   // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
   static dnnl::primitive_attr default_attr();
@@ -171,7 +175,7 @@ class GraphBuilder {
 
  private:
   struct RecordedStep {
-    dnnl::primitive primitive; // empty for a host loop (args: DST, then SRC if it reads one)
+    dnnl::primitive primitive; // empty for a host loop (args: DST, [SRC], [DST_1 = aux])
     ArgList args;
     memory::desc scratchpad;
     HostLoop host;

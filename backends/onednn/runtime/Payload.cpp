@@ -194,10 +194,11 @@ void validate_signature(const StepRecord& step, uint32_t index) {
   const StepSignature& signature = step_signature(step.kind);
   const size_t num_inputs = step.inputs.size();
   ODNN_CHECK(
-      step.outputs.size() == 1,
-      "step %u (%s): expects 1 output, got %zu",
+      step.outputs.size() == signature.outputs,
+      "step %u (%s): expects %u output(s), got %zu",
       index,
       signature.name,
+      signature.outputs,
       step.outputs.size());
   const size_t extra = signature.has_post_ops ? binary_post_op_count(step) : 0;
   bool count_ok;

@@ -36,8 +36,9 @@ enum class StepKind : uint32_t {
   Concat = 13,
   Resampling = 14,
   Pad = 15,
+  QuantizeRows = 16,
 };
-inline constexpr uint32_t kNumStepKinds = 16; // codes 1..15; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 17; // codes 1..16; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -73,6 +74,7 @@ struct StepSignature {
   uint32_t fixed_inputs;
   bool variadic;
   bool has_post_ops;
+  uint32_t outputs = 1;
 };
 
 inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
@@ -92,6 +94,7 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
     {"CONCAT", 1, 1, true, false},
     {"RESAMPLING", 1, 1, false, false},
     {"PAD", 1, 1, false, false},
+    {"QUANTIZE_ROWS", 1, 1, false, false, 2},
 };
 
 inline bool is_known_step_kind(uint32_t code) {

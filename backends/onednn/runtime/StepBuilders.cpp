@@ -1,5 +1,6 @@
 #include "StepBuilders.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "Algorithms.h"
@@ -28,6 +29,7 @@ constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
     build_concat,
     build_resampling,
     build_pad,
+    build_quantize_rows,
 };
 
 } // namespace
@@ -36,11 +38,28 @@ void build_step(const StepRecord& step, GraphBuilder& graph) {
   kStepBuilders[static_cast<uint32_t>(step.kind)](step, graph);
 }
 
+memory::dims fold_into_rows(const memory::dims& dims) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < dims.size(); ++d) {
+    rows *= dims[d];
+  }
+  return {1, rows, dims.back()};
+}
+
+bool folds_into_rows(const memory::dims& dims, const memory::dims& dst) {
+  const auto leading = [](const memory::dims& d) { return memory::dims(d.begin(), d.end() - 1); };
+  const memory::dims operand = leading(left_pad(dims, dst.size()));
+  return operand == leading(dst) ||
+      std::all_of(operand.begin(), operand.end(), [](int64_t d) { return d == 1; });
+}
+
 PostOps read_post_ops(
     const StepRecord& step,
     GraphBuilder& graph,
     size_t first_operand_slot,
-    const memory::dims& dst_dims) {
+    const memory::dims& dst_dims,
+    bool fold_rows) {
+  const memory::dims dst = fold_rows ? fold_into_rows(dst_dims) : dst_dims;
   PostOps result;
   if (!step.has("post_ops")) {
     return result;
@@ -66,18 +85,19 @@ PostOps read_post_ops(
         i,
         static_cast<long long>(kind));
     const uint32_t value = step.inputs[slot++];
-    const memory::dims dims = left_pad(graph.dims(value), dst_dims.size());
+    const memory::dims padded = left_pad(graph.dims(value), dst_dims.size());
     ODNN_CHECK(
-        broadcasts_to(dims, dst_dims),
+        broadcasts_to(padded, dst_dims) && (!fold_rows || folds_into_rows(padded, dst_dims)),
         "post-op %zu: operand value %u with dims %s does not broadcast to dst %s",
         i,
         value,
         dims_string(graph.dims(value)).c_str(),
         dims_string(dst_dims).c_str());
+    const memory::dims dims = fold_rows ? fold_into_rows(padded) : padded;
     // Full-size operands follow dst's layout (`any` resolves to it); broadcast ones are plain. Each
     // keeps its own type (oneDNN converts), so an f32 residual is not rounded to bf16 first.
     const DataType type = graph.compute_type(value);
-    const memory::desc desc = dims == dst_dims ? any_desc(dims, type) : plain_desc(dims, type);
+    const memory::desc desc = dims == dst ? any_desc(dims, type) : plain_desc(dims, type);
     result.ops.append_binary(lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg"), desc);
     result.operands.push_back({static_cast<int>(i), value, dims});
   }

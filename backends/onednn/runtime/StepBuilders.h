@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "GraphBuilder.h"
+#include "InitError.h"
 #include "Payload.h"
 
 namespace executorch::backends::onednn {
@@ -29,6 +30,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph);
 void build_reshape(const StepRecord& step, GraphBuilder& graph);
 void build_concat(const StepRecord& step, GraphBuilder& graph);
 void build_pad(const StepRecord& step, GraphBuilder& graph);
+void build_quantize_rows(const StepRecord& step, GraphBuilder& graph);
 
 // ---- helpers shared by the builders ----
 
@@ -44,11 +46,18 @@ struct PostOps {
 };
 
 // Reads `post_ops`/`post_op_params`; binary operands come from inputs[first_operand_slot...].
+// With `fold_rows`, operands are described as fold_into_rows() of their dims (dst is folded too).
 PostOps read_post_ops(
     const StepRecord& step,
     GraphBuilder& graph,
     size_t first_operand_slot,
-    const memory::dims& dst_dims);
+    const memory::dims& dst_dims,
+    bool fold_rows = false);
+// [b..., m, n] -> [1, b... * m, n]: the same plain bytes, every dim but the last folded into rows.
+memory::dims fold_into_rows(const memory::dims& dims);
+// Whether fold_into_rows keeps `dims` (left-padded to dst's rank) a valid broadcast of folded dst:
+// its leading dims are dst's or all 1.
+bool folds_into_rows(const memory::dims& dims, const memory::dims& dst);
 // Appends the binary post-op operands in the layouts the primitive descriptor resolved.
 void add_post_op_args(
     const PostOps& post_ops,
@@ -82,6 +91,11 @@ Quantization read_quantization(
     GraphBuilder& graph,
     int weights_mask = 0,
     int64_t weight_count = 0);
+
+inline void require_same_dims(const memory::dims& a, const memory::dims& b, const char* what) {
+  ODNN_CHECK(
+      a == b, "%s: %s and %s must be equal", what, dims_string(a).c_str(), dims_string(b).c_str());
+}
 
 inline bool is_int8(DataType type) {
   return type == DataType::u8 || type == DataType::s8;

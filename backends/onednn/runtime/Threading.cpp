@@ -11,7 +11,9 @@
 #include <executorch/runtime/kernel/thread_parallel_interface.h>
 #include <executorch/runtime/platform/log.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/version.h>
 
@@ -173,6 +175,16 @@ Error run_in_thread_arena(runtime::FunctionRef<Error()> body) {
 #endif
     return body();
   });
+}
+
+void parallel_chunks(size_t count, size_t grain, runtime::FunctionRef<void(size_t, size_t)> body) {
+  if (!onednn_uses_tbb() || count <= grain) {
+    body(0, count);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, count, grain),
+      [&](const tbb::blocked_range<size_t>& range) { body(range.begin(), range.end()); });
 }
 
 } // namespace executorch::backends::onednn

@@ -25,4 +25,8 @@ runtime::Result<int> num_threads() noexcept;
 // TBB throws.
 runtime::Error run_in_thread_arena(runtime::FunctionRef<runtime::Error()> body);
 
+// Inside run_in_thread_arena: body(begin, end) over chunks of [0, count) of at least `grain`, on the
+// arena's threads (on the calling thread alone without oneDNN's TBB runtime). `body` must not throw.
+void parallel_chunks(size_t count, size_t grain, runtime::FunctionRef<void(size_t, size_t)> body);
+
 } // namespace executorch::backends::onednn

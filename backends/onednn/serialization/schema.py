@@ -46,6 +46,7 @@ class StepKind(IntEnum):
     CONCAT = 13
     RESAMPLING = 14
     PAD = 15
+    QUANTIZE_ROWS = 16
 
 
 class EltwiseAlg(IntEnum):

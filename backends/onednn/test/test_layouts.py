@@ -43,11 +43,12 @@ class Record:
     layouts: tuple[tuple[str, str], ...]  # (argument, format tag): ('src', 'abcd'), ('dst', 'aBcd16b')
     post_ops: tuple[str, ...]  # 'binary_add:f32:14:acdb', 'eltwise_relu', ...
     problem: str
+    implementation: str = ""  # 'brg:avx512_core', 'gemm:jit', 'ref:any', ...
 
     def __str__(self) -> str:
         layouts = " ".join(f"{arg}:{tag}" for arg, tag in self.layouts)
         post_ops = f" post-ops {'+'.join(self.post_ops)}" if self.post_ops else ""
-        return f"{self.primitive} {layouts}{post_ops} ({self.problem})"
+        return f"{self.primitive} [{self.implementation}] {layouts}{post_ops} ({self.problem})"
 
 
 def parse_verbose(text: str) -> list[Record]:
@@ -65,7 +66,7 @@ def parse_verbose(text: str) -> list[Record]:
         for attr in fields[7].split():
             if attr.startswith("attr-post-ops:"):
                 post_ops = tuple(attr.removeprefix("attr-post-ops:").split("+"))
-        records.append(Record(fields[3], tuple(layouts), post_ops, fields[9]))
+        records.append(Record(fields[3], tuple(layouts), post_ops, fields[9], fields[4]))
     return records
 
 
@@ -144,7 +145,7 @@ def with_passes(lowered: Lowered, passes: list[GraphPass]) -> Variant:
     """The program of `lowered` with its one delegate preprocessed by `passes` only."""
     (module,) = lowered.lowered_modules
     original = onednn_preprocess.run_passes
-    onednn_preprocess.run_passes = lambda graph: run_passes(graph, passes)
+    onednn_preprocess.run_passes = lambda graph, *_: run_passes(graph, passes)  # instead of the default ones
     try:
         result = OneDnnBackend.preprocess(module.original_module, module.compile_specs)
     finally:

@@ -232,6 +232,67 @@ TEST(OpCorrectness, MatmulWithConstantTransposedWeightsAndBiasMatchesReference) 
   expect_close(outputs[0], matmul_ref(a, b, bias, 2, 1, 3, 8, 5, true), "linear");
 }
 
+// QUANTIZE_ROWS, then an int8 MATMUL whose first post-ops multiply the row scales back in and add
+// the bias: the dynamic int8 linear layer of FORMAT.md, against the same roundings done here.
+TEST(OpCorrectness, DynamicInt8LinearQuantizesEachRowAtRunTime) {
+  const int64_t rows = 4, k = 8, n = 3;
+  auto a = random_values(rows * k, 31);
+  for (int64_t j = 0; j < k; ++j) {
+    a[2 * k + j] *= 1000.0f; // one row far larger than the others keeps its own scale
+  }
+  const auto w_real = random_values(n * k, 32);
+  const auto bias = random_values(n, 33);
+  std::vector<double> w_scales(n);
+  std::vector<uint8_t> w_bytes(w_real.size());
+  for (int64_t c = 0; c < n; ++c) {
+    double max_abs = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      max_abs = std::max(max_abs, std::fabs(double(w_real[c * k + j])));
+    }
+    w_scales[c] = max_abs / 127.0;
+    for (int64_t j = 0; j < k; ++j) {
+      w_bytes[c * k + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(w_real[c * k + j] / w_scales[c])));
+    }
+  }
+  std::vector<float> expected(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    float max_abs = 0.0f;
+    for (int64_t j = 0; j < k; ++j) {
+      max_abs = std::max(max_abs, std::fabs(a[r * k + j]));
+    }
+    const float scale = max_abs / 127.0f;
+    for (int64_t c = 0; c < n; ++c) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < k; ++j) {
+        const float q = std::nearbyint(a[r * k + j] * (1.0f / scale));
+        sum += q * static_cast<int8_t>(w_bytes[c * k + j]);
+      }
+      expected[r * n + c] = static_cast<float>(sum * w_scales[c] * scale + bias[c]);
+    }
+  }
+
+  Model model;
+  model.data.add("int8_weights", w_bytes);
+  const uint32_t src = model.input({rows, k});
+  const uint32_t quantized = model.payload.value({rows, k}, "", /*S8*/ 4);
+  const uint32_t scales = model.payload.value({rows, 1});
+  const uint32_t weights = model.payload.value({n, k}, "int8_weights", /*S8*/ 4);
+  const uint32_t b = model.constant({n}, bias);
+  const uint32_t dst = model.value({rows, n});
+  model.payload.step(Kind::QuantizeRows, {src}, {quantized, scales});
+  model.payload.step(Kind::Matmul, {quantized, weights, kNoValue, scales, b}, {dst},
+                     {ints("transpose_b", {1}), floats("weight_scales", w_scales),
+                      ints("post_ops", {1, 2, 1, 0}), floats("post_op_params", {0, 0, 0, 0})});
+  model.output(dst, {rows, n});
+  const auto outputs = run_model(model, {a});
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_EQ(outputs[0].size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(outputs[0][i], expected[i], 1e-5f * std::max(1.0f, std::fabs(expected[i])))
+        << "element " << i;
+  }
+}
+
 TEST(OpCorrectness, BatchedMatmulOfTwoActivationsBroadcastsAndTransposes) {
   const auto a = random_values(3 * 4 * 6, 16);
   const auto b = random_values(3 * 5 * 6, 17);

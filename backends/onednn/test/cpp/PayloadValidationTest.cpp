@@ -137,6 +137,27 @@ TEST(PayloadValidation, NoValueInRequiredSlotIsRejected) {
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
 
+// QUANTIZE_ROWS writes two values (quantized rows and their scales); one output, or scales of the wrong
+// type, is a malformed program.
+TEST(PayloadValidation, QuantizeRowsWithWrongOutputsIsRejected) {
+  for (const bool both_outputs : {false, true}) {
+    Model model;
+    const uint32_t src = model.input({2, 4});
+    const uint32_t quantized = model.payload.value({2, 4}, "", /*S8*/ 4);
+    const uint32_t scales = model.payload.value({2, 1}, "", /*S8, should be F32*/ 4);
+    const uint32_t dst = model.value({2, 4});
+    std::vector<uint32_t> outputs = {quantized};
+    if (both_outputs) {
+      outputs.push_back(scales);
+    }
+    model.payload.step(Kind::QuantizeRows, {src}, outputs);
+    model.payload.step(Kind::Reorder, {quantized}, {dst}, {floats("src_scale", {0.5})});
+    model.output(dst, {2, 4});
+    EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram)
+        << (both_outputs ? "S8 scales" : "one output");
+  }
+}
+
 TEST(PayloadValidation, ValueReadBeforeItIsProducedIsRejected) {
   Model model;
   const uint32_t src = model.input({4});
