@@ -3,9 +3,13 @@ without a delegate and eager PyTorch, on the models of `benchmark_models.py`, fp
 
     python -m examples.onednn.benchmark --models resnet18,mlp --runs 20 --threads 2
 
-Per model, an export process (kept between models) computes the eager fp32 reference and writes every
-flow's artifact (.pte, .onnx, pickled module) to a work folder; then each (model, flow) is loaded, timed
-and checked in a fresh process of its own (thread pools and peak memory do not mix between runtimes).
+Export processes (--export-jobs of them, one per core by default, each kept between models) compute
+each model's eager fp32 reference and write every flow's artifact (.pte, .onnx, pickled module) to a
+work folder, for all models before any is timed: exporting is mostly single-threaded Python, and the
+whole suite's artifacts take about 8 GB there until their model is timed. Then, with nothing else
+running, each (model, flow) is loaded, timed and checked in a fresh process of its own, forked from one
+that has imported torch and the ExecuTorch runtime (thread pools and peak memory do not mix between
+runtimes).
 Every runtime gets the same thread count: torch.set_num_threads, OMP_NUM_THREADS (torch, an OpenMP
 oneDNN), ExecuTorch's threadpool (XNNPACK), ONNX Runtime's intra-op threads; with fewer threads than
 usable cores the processes are also pinned to that many cores, which is what bounds a TBB oneDNN (TBB
@@ -34,7 +38,7 @@ from typing import Any
 
 from examples.onednn.benchmark_flows import FLOWS, Flow
 from examples.onednn.benchmark_models import ATTENTION, BENCH_MODELS
-from examples.onednn.benchmark_processes import ROOT, ExportServer, Settings, failed, run_flow
+from examples.onednn.benchmark_processes import ROOT, ExportServer, RunForker, Settings, failed, run_flow
 from examples.onednn.benchmark_report import bar_chart, benchmarks_page, markdown
 
 FLAGS = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"]
@@ -43,20 +47,47 @@ PACKAGES = ["torch", "executorch", "executorch-onednn", "onednn-cpu-tbb", "onedn
 ARTIFACTS = (".pte", ".onnx", ".pt")
 
 
-def benchmark_model(
-    name: str, flows: list[Flow], skipped: dict[str, str], exporter: ExportServer, work: Path, settings: Settings
+def export_all(
+    names: list[str], to_run: dict[str, list[Flow]], exporters: list[ExportServer], work: Path
+) -> dict[str, tuple[dict[str, dict[str, Any]], float]]:
+    """Exports every model, each exporter taking the next one as soon as it is free; per model its flows'
+    export results and the export process's seconds."""
+    queue, busy, done = list(names), {}, {}
+    while queue or busy:
+        for exporter in exporters:
+            if exporter not in busy and queue:
+                name = queue.pop(0)
+                (work / name).mkdir(parents=True, exist_ok=True)
+                exporter.submit(name, to_run[name], work / name)
+                busy[exporter] = name
+        finished = [exporter for exporter, name in busy.items() if exporter.finished(work / name)]
+        for exporter in finished:
+            name = busy.pop(exporter)
+            done[name] = exporter.collect(to_run[name], work / name)
+            print(f"[{name}] exported in {done[name][1]:.0f} s", flush=True)
+        if not finished:
+            time.sleep(0.2)
+    return done
+
+
+def time_model(
+    name: str,
+    flows: list[Flow],
+    skipped: dict[str, str],
+    exported: dict[str, dict[str, Any]],
+    export_s: float,
+    work: Path,
+    settings: Settings,
+    forker: RunForker,
 ) -> dict[str, Any]:
-    """Exports and runs `flows` except those in `skipped` (flow name -> why); every flow's entry."""
-    work.mkdir(parents=True, exist_ok=True)
-    entries = {flow.name: failed("setup", skipped[flow.name], "skipped") for flow in flows if flow.name in skipped}
-    to_run = [flow for flow in flows if flow.name not in skipped]
-    start = time.perf_counter()
-    exported = exporter.export(name, to_run, work)
-    export_s = time.perf_counter() - start
-    for flow in to_run:
+    """Runs each exported flow of one model; every flow's entry, the skipped ones with their reason."""
+    entries = {flow: failed("setup", reason, "skipped") for flow, reason in skipped.items()}
+    for flow in flows:
+        if flow.name in skipped:
+            continue
         start = time.perf_counter()
         entry = exported[flow.name]
-        entries[flow.name] = run_flow(flow, entry, work, settings) if entry["status"] == "ok" else entry
+        entries[flow.name] = run_flow(flow, entry, work, settings, forker) if entry["status"] == "ok" else entry
         entries[flow.name]["process_s"] = time.perf_counter() - start  # the run process, imports included
         print(f"[{name}] {flow.name}: {_progress(entries[flow.name])}", flush=True)
     baseline = entries.get("xnnpack", {})
@@ -172,6 +203,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--skip-slow", default="default", help="models to run without the no-delegate flow: comma-separated, "
         "all, none, or default (those where one run takes 15-30 s: " + ", ".join(_slow_by_default()) + ")",
     )  # fmt: skip
+    parser.add_argument(
+        "--export-jobs", type=int, default=cores, help="models exported at once (all before any flow is timed)"
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
     parser.add_argument("--out", type=Path, help="results folder; None: results/<date>/")
     parser.add_argument("--work-dir", type=Path, help="keep the artifacts here; None: a temporary folder")
@@ -189,8 +223,14 @@ def _skip_slow(text: str) -> set[str]:
     return set(special[text]) if text in special else set(_names(text, BENCH_MODELS, "models"))
 
 
-def _slow_skips(flows: list[Flow], model: str, skip_slow: set[str]) -> dict[str, str]:
-    return {flow.name: "not run (--skip-slow)" for flow in flows if flow.slow and model in skip_slow}
+def _skips(flows: list[Flow], model: str, skip_slow: set[str]) -> dict[str, str]:
+    """The flows `model` does not run, and why: too slow to wait for, or meant for other models."""
+    skips = {flow.name: "not run (--skip-slow)" for flow in flows if flow.slow and model in skip_slow}
+    return skips | {
+        flow.name: f"not run (for {', '.join(flow.models)} only)"
+        for flow in flows
+        if flow.models is not None and model not in flow.models
+    }
 
 
 def _reproduce_argv(argv: list[str]) -> list[str]:
@@ -214,22 +254,30 @@ def run_suite(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     unavailable = {flow.name: reason for flow in flows if (reason := flow.unavailable())}
     for name, reason in unavailable.items():
         print(f"skipping {name}: {reason}", flush=True)
+    jobs = max(1, min(args.export_jobs, len(models)))
     start = time.perf_counter()
     results = {}
     with tempfile.TemporaryDirectory(prefix="onednn-bench-") as temporary:
         work = args.work_dir or Path(temporary)
         work.mkdir(parents=True, exist_ok=True)
-        exporter = ExportServer(settings, work / "export.log")
+        export_threads = max(1, settings.threads // jobs)
+        exporters = [ExportServer(settings, work / f"export{i}.log", export_threads) for i in range(jobs)]
+        forker = RunForker(settings)
         try:
+            skips = {name: {**unavailable, **_skips(flows, name, skip_slow)} for name in models}
+            to_run = {name: [flow for flow in flows if flow.name not in skips[name]] for name in models}
+            exported = export_all(models, to_run, exporters, work)
+            for exporter in exporters:
+                exporter.close()  # nothing else runs while flows are timed
             for name in models:
-                skipped = {**unavailable, **_slow_skips(flows, name, skip_slow)}
-                results[name] = benchmark_model(name, flows, skipped, exporter, work / name, settings)
-                if not args.work_dir:  # big models' artifacts take GBs: keep only the current model's
+                results[name] = time_model(name, flows, skips[name], *exported[name], work / name, settings, forker)
+                if not args.work_dir:  # every model's artifacts take GBs together: drop each once timed
                     for artifact in (work / name).iterdir():
                         if artifact.suffix in ARTIFACTS:
                             artifact.unlink()
         finally:
-            exporter.close()
+            for exporter in exporters:
+                exporter.close()
     notes = [f"transformers models: attn_implementation={ATTENTION!r}, random weights from their configs."]
     notes += [f"{FLOWS[name].label} skipped: {reason}" for name, reason in unavailable.items()]
     return {

@@ -35,6 +35,8 @@ class Flow:
     unavailable: Callable[[], str | None] = lambda: None  # why the flow cannot run here, or None
     # ExecuTorch's own kernels are orders of magnitude slower: few runs under a time budget.
     slow: bool = False
+    # The models the flow is meant for (None: all); the others skip it.
+    models: tuple[str, ...] | None = None
 
 
 # --- ExecuTorch (.pte) -------------------------------------------------------------------------------------
@@ -49,6 +51,12 @@ def _onednn_bf16() -> list[Any]:
     from executorch.backends.onednn import OneDnnPartitioner
 
     return [OneDnnPartitioner(precision="bf16")]
+
+
+def _onednn_dynamic_int8() -> list[Any]:
+    from executorch.backends.onednn import OneDnnPartitioner
+
+    return [OneDnnPartitioner(dynamic_int8=True)]
 
 
 def _xnnpack() -> list[Any]:
@@ -105,15 +113,27 @@ def _xnnpack_quantizer() -> Any:
     return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
 
 
+def _xnnpack_dynamic_quantizer() -> Any:
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+
+
 def _export_quantized_pte(
-    quantizer: Callable[[], Any], partitioners: Callable[[], list[Any]]
+    quantizer: Callable[[], Any], partitioners: Callable[[], list[Any]], calibrate: bool = True
 ) -> Callable[[nn.Module, Inputs, Path], dict[str, Any]]:
+    """Without `calibrate` (dynamic quantization: activation ranges are taken at run time) the prepared
+    model runs once, on the inputs."""
+
     def export(model: nn.Module, inputs: Inputs, path: Path) -> dict[str, Any]:
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
         prepared = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer())
         with torch.no_grad():
-            for batch in _calibration(inputs):
+            for batch in _calibration(inputs) if calibrate else [inputs]:
                 prepared(*batch)
         return _export_pte(partitioners)(convert_pt2e(prepared), inputs, path)
 
@@ -212,6 +232,7 @@ def _load_eager(path: Path, inputs: Inputs, threads: int) -> RunFn:
     return run
 
 
+LINEAR_MODELS = ("vit_tiny", "bert_base", "gpt2_small", "mlp")
 FLOWS: dict[str, Flow] = {
     flow.name: flow
     for flow in [
@@ -237,6 +258,17 @@ FLOWS: dict[str, Flow] = {
         Flow(
             "xnnpack-int8", "ExecuTorch + XNNPACK int8", ".pte", _export_quantized_pte(_xnnpack_quantizer, _xnnpack),
             _setup_executorch(), _load_pte,
+        ),
+        # Dynamic int8 (activations quantized at run time) is for linear layers: the models made of them.
+        Flow(
+            "onednn-dyn-int8", "ExecuTorch + oneDNN, dynamic int8 linears (ours)", ".pte",
+            _export_pte(_onednn_dynamic_int8), _setup_executorch("executorch.backends.onednn"), _load_pte,
+            models=LINEAR_MODELS,
+        ),
+        Flow(
+            "xnnpack-dyn-int8", "ExecuTorch + XNNPACK dynamic int8", ".pte",
+            _export_quantized_pte(_xnnpack_dynamic_quantizer, _xnnpack, calibrate=False), _setup_executorch(),
+            _load_pte, models=LINEAR_MODELS,
         ),
         Flow(
             "openvino", "ExecuTorch + OpenVINO (bf16 on AVX512-BF16 CPUs)", ".pte", _export_pte(_openvino),

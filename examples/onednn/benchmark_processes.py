@@ -1,9 +1,11 @@
-"""The benchmark's child processes, seen from the parent: one long-lived export process (restarted when it
-dies or hangs) and one fresh process per (model, flow) run. Both get the same thread settings."""
+"""The benchmark's child processes, seen from the parent: long-lived export processes (one per model
+exported at once, each restarted when it dies or hangs) and one fresh process per (model, flow) run,
+forked from a preloaded server. All get the same thread settings."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -55,48 +57,69 @@ def failed(stage: str, reason: str, status: str = "failed") -> dict[str, Any]:
 
 
 class ExportServer:
-    """Exports models one at a time in a child process that keeps its imports between models."""
+    """Exports models one at a time in a child process that keeps its imports between models. Exporting is
+    mostly single-threaded Python, so the suite runs one server per core, each on its share of threads
+    and unpinned, and times flows only once all of them are done."""
 
-    def __init__(self, settings: Settings, log: Path) -> None:
-        self.settings, self.log_path = settings, log
+    def __init__(self, settings: Settings, log: Path, threads: int) -> None:
+        self.settings, self.log_path, self.threads = settings, log, threads
         self.process: subprocess.Popen[str] | None = None
         self.log: IO[str] | None = None
+        self.submitted = self.deadline = 0.0
 
     def _ensure_started(self) -> subprocess.Popen[str]:
         if self.process is None or self.process.poll() is not None:
             if self.log is not None:
                 self.log.close()
             self.log = self.log_path.open("a")
+            options = {**_child_options(self.threads), "preexec_fn": None}
             self.process = subprocess.Popen(
                 [*WORKER, "serve-exports"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
-                text=True, **_child_options(self.settings.threads),
+                text=True, **options,
             )  # fmt: skip
         return self.process
 
-    def _wait(self, done: Path) -> str | None:
-        """None once `done` exists, else why it never will (the process died or ran out of time)."""
-        process = self._ensure_started()
-        deadline = time.monotonic() + self.settings.timeout_s
-        while not done.exists():
-            if process.poll() is not None:
-                return _describe_exit(process.returncode, self.log_path.read_text()[-8000:])
-            if time.monotonic() > deadline:
-                self.close()
-                return f"TimeoutError: export not done within {self.settings.timeout_s:g} s (process killed)"
-            time.sleep(0.2)
-        return None
-
-    def export(self, model: str, flows: list[Flow], work: Path) -> dict[str, dict[str, Any]]:
-        """Reference outputs and artifacts in `work`; per flow its export facts or its failure."""
+    def submit(self, model: str, flows: list[Flow], work: Path) -> None:
+        """Starts writing the reference outputs and artifacts of `model` to `work`; `collect` waits for them."""
         spec_path = work / "export.spec.json"
-        spec = {"model": model, "flows": [f.name for f in flows], "dir": str(work), "threads": self.settings.threads}
+        spec = {"model": model, "flows": [f.name for f in flows], "dir": str(work), "threads": self.threads}
         spec_path.write_text(json.dumps(spec))
         process = self._ensure_started()
         assert process.stdin is not None
         process.stdin.write(f"{spec_path}\n")
         process.stdin.flush()
-        crash = self._wait(work / "export.done")
-        return _export_results(flows, work, crash)
+        self.submitted = time.monotonic()
+        self.deadline = self.submitted + self.settings.timeout_s
+
+    def finished(self, work: Path) -> bool:
+        """Whether `collect` would return at once: the model is exported, or never will be."""
+        process = self.process
+        return (
+            (work / "export.done").exists()
+            or process is None
+            or process.poll() is not None
+            or (time.monotonic() > self.deadline)
+        )
+
+    def collect(self, flows: list[Flow], work: Path) -> tuple[dict[str, dict[str, Any]], float]:
+        """Per flow its export facts or its failure, and the seconds the export process spent on the model."""
+        done = work / "export.done"
+        crash = self._wait(done)
+        seconds = float(done.read_text() or 0) if crash is None else time.monotonic() - self.submitted
+        return _export_results(flows, work, crash), seconds
+
+    def _wait(self, done: Path) -> str | None:
+        """None once `done` exists, else why it never will (the process died or ran out of time)."""
+        process = self.process
+        assert process is not None, "collect() before submit()"
+        while not done.exists():
+            if process.poll() is not None:
+                return _describe_exit(process.returncode, self.log_path.read_text()[-8000:])
+            if time.monotonic() > self.deadline:
+                self.close()
+                return f"TimeoutError: export not done within {self.settings.timeout_s:g} s (process killed)"
+            time.sleep(0.2)
+        return None
 
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -126,7 +149,41 @@ def _export_results(flows: list[Flow], work: Path, crash: str | None) -> dict[st
     return results
 
 
-def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Settings) -> dict[str, Any]:
+# Every run process starts as a fork of one process that has imported these: `import executorch.runtime`
+# alone takes 3 s (it pulls in all of exir), which was half of each run process and 5 minutes of the
+# suite. Forked before any thread pool or runtime exists; each flow imports its own runtime after the fork.
+RUN_PRELOAD = ["torch", "executorch.runtime", "examples.onednn.benchmark_worker"]
+
+
+class RunForker:
+    """Starts each (model, flow) run as a fresh process forked from a preloaded server."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        options = _child_options(settings.threads)
+        os.environ.update(options["env"])  # the fork server, started on first use, passes them on
+        self.pin = sorted(os.sched_getaffinity(0))[: settings.threads] if options["preexec_fn"] else None
+        self.context = multiprocessing.get_context("forkserver")
+        self.context.set_forkserver_preload(RUN_PRELOAD)
+
+    def run(self, spec_path: Path, stderr_path: Path, timeout: float) -> str | None:
+        """None when the run process exited cleanly, else why it did not."""
+        from examples.onednn.benchmark_worker import run_child
+
+        process = self.context.Process(target=run_child, args=(str(spec_path), str(stderr_path), self.pin))
+        process.start()
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()
+            return f"TimeoutError: no result within {timeout:g} s (process killed)"
+        if process.exitcode == 0:
+            return None
+        stderr = stderr_path.read_text(errors="replace")[-8000:] if stderr_path.exists() else ""
+        return _describe_exit(process.exitcode or 0, stderr)
+
+
+def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Settings, forker: RunForker) -> dict[str, Any]:
     """Loads, times and checks one exported flow in a fresh process; its numbers or its failure."""
     if flow.slow:
         runs, warmup, budget = settings.slow_runs, 0, settings.slow_budget_s
@@ -138,19 +195,11 @@ def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Setting
         "budget_s": budget, "result": str(result_path), "imports": exported.get("imports", []),
     }  # fmt: skip
     spec_path.write_text(json.dumps(spec))
-    timeout = settings.timeout_s + budget
-    try:
-        done = subprocess.run(
-            [*WORKER, "run", str(spec_path)], capture_output=True, text=True, timeout=timeout,
-            **_child_options(settings.threads),
-        )  # fmt: skip
-        crash = None if done.returncode == 0 else _describe_exit(done.returncode, done.stderr)
-    except subprocess.TimeoutExpired:
-        crash = f"TimeoutError: no result within {timeout:g} s (process killed)"
+    crash = forker.run(spec_path, work / f"{flow.name}.stderr", settings.timeout_s + budget)
     result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "error": crash}
     if not result.pop("ok"):
         return {**exported, **failed("run", result.get("error") or crash or "no result")}
     return {**exported, **result}
 
 
-__all__ = ["ExportServer", "Settings", "failed", "run_flow"]
+__all__ = ["ExportServer", "RunForker", "Settings", "failed", "run_flow"]

@@ -97,11 +97,11 @@ def _speed(peer_ms: float | None, ours_ms: float | None) -> float | None:
 def targets_table(results: Results) -> list[str]:
     """The issues' comparisons: fp32 against the faster of XNNPACK and ONNX Runtime; bf16 (precision="bf16")
     against OpenVINO (bf16 on such CPUs) and against XNNPACK fp32, with the bf16 error against fp32; static
-    int8 against XNNPACK's int8."""
+    int8 against XNNPACK's int8; dynamic int8 linears against XNNPACK's dynamic int8."""
     header = ["model", "fp32: ours vs best of XNNPACK/ORT", "bf16: ours vs OpenVINO", "bf16: ours vs XNNPACK fp32",
-              "bf16 max rel. error", "int8: ours vs XNNPACK int8"]  # fmt: skip
+              "bf16 max rel. error", "int8: ours vs XNNPACK int8", "dynamic int8: ours vs XNNPACK"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    columns: list[list[float]] = [[], [], [], []]
+    columns: list[list[float]] = [[], [], [], [], []]
     for model in results["models"].values():
         peers = [ms for ms in (_median(model, "xnnpack"), _median(model, "onnxruntime")) if ms]
         speeds = [
@@ -109,6 +109,7 @@ def targets_table(results: Results) -> list[str]:
             _speed(_median(model, "openvino"), _median(model, "onednn-bf16")),
             _speed(_median(model, "xnnpack"), _median(model, "onednn-bf16")),
             _speed(_median(model, "xnnpack-int8"), _median(model, "onednn-int8")),
+            _speed(_median(model, "xnnpack-dyn-int8"), _median(model, "onednn-dyn-int8")),
         ]
         for column, speed in zip(columns, speeds):
             if speed:
@@ -116,9 +117,9 @@ def targets_table(results: Results) -> list[str]:
         bf16 = model["flows"].get("onednn-bf16", {})
         error = f"{bf16['max_rel_error']:.1e}" if bf16.get("status") == "ok" else "-"
         cells = [_ratio(s) if s else "-" for s in speeds]
-        lines.append("| " + " | ".join([model["label"], *cells[:3], error, cells[3]]) + " |")
+        lines.append("| " + " | ".join([model["label"], *cells[:3], error, *cells[3:]]) + " |")
     means = [f"{_ratio(geometric_mean(c))} ({len(c)} models)" if c else "-" for c in columns]
-    lines.append("| " + " | ".join(["**geometric mean**", *means[:3], "", means[3]]) + " |")
+    lines.append("| " + " | ".join(["**geometric mean**", *means[:3], "", *means[3:]]) + " |")
     return lines
 
 

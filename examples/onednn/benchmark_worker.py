@@ -2,7 +2,8 @@
 
     python -m examples.onednn.benchmark_worker serve-exports      # per model (spec path on stdin):
                                                                   #   reference outputs + artifacts
-    python -m examples.onednn.benchmark_worker run SPEC.json      # one per (model, flow): load, time, check
+    python -m examples.onednn.benchmark_worker run SPEC.json      # one (model, flow): load, time, check
+                                                                  #   (the suite forks `run_child` instead)
 
 Peak memory of a flow is measured in its own `run` process: after the runtime is imported and the inputs
 and reference outputs are loaded, the kernel's peak-RSS counter (VmHWM) is reset through
@@ -17,6 +18,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -167,12 +169,33 @@ def run_main(spec: dict[str, Any]) -> None:
     _write_json(Path(spec["result"]), result)
 
 
+def run_child(spec_path: str, stderr_path: str, cpus: list[int] | None) -> None:
+    """A run process forked by `benchmark_processes.RunForker`: pinned to `cpus` (None: all), its stdout
+    discarded and its stderr in a file, whose tail is the report when it crashes."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    with open(os.devnull, "w") as devnull, open(stderr_path, "w") as stderr:
+        os.dup2(devnull.fileno(), 1)
+        os.dup2(stderr.fileno(), 2)
+    run_spec(json.loads(Path(spec_path).read_text()))
+
+
+def run_spec(spec: dict[str, Any]) -> None:
+    try:
+        run_main(spec)
+    except Exception as error:
+        _write_json(Path(spec["result"]), {"ok": False, "error": _error_text(error)})
+        raise
+
+
 def serve_exports() -> None:
-    """Exports one model per line of stdin (a spec file's path), then creates `export.done` in its folder.
+    """Exports one model per line of stdin (a spec file's path), then writes `export.done` in its folder,
+    holding the seconds that took.
 
     One long-lived export process saves re-importing the exporters for every model; the parent starts a
     new one when it dies or hangs."""
     for line in sys.stdin:
+        start = time.perf_counter()
         spec = json.loads(Path(line.strip()).read_text())
         work = Path(spec["dir"])
         try:
@@ -180,7 +203,9 @@ def serve_exports() -> None:
         except Exception as error:  # building or running the eager model: no flow can go on
             _write_json(work / "model-error.json", {"error": _error_text(error)})
         gc.collect()
-        (work / "export.done").touch()
+        seconds = work / "export.seconds"
+        seconds.write_text(f"{time.perf_counter() - start:.3f}")
+        seconds.replace(work / "export.done")  # whole, or not there yet
 
 
 def main(argv: list[str]) -> int:
@@ -188,12 +213,7 @@ def main(argv: list[str]) -> int:
         serve_exports()
         return 0
     _, spec_path = argv  # run SPEC.json
-    spec = json.loads(Path(spec_path).read_text())
-    try:
-        run_main(spec)
-    except Exception as error:
-        _write_json(Path(spec["result"]), {"ok": False, "error": _error_text(error)})
-        raise
+    run_spec(json.loads(Path(spec_path).read_text()))
     return 0
 
 

@@ -1,7 +1,7 @@
 """The main job: export a built-in model with the oneDNN delegate, run it through the ExecuTorch
 runtime, check it against eager PyTorch, and time it next to XNNPACK and the non-delegated runtime.
 
-    python -m examples.onednn.run_model --model resnet18 [--precision bf16]
+    python -m examples.onednn.run_model --model resnet18 [--precision bf16] [--dynamic-int8]
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ class Flow:
     runs_divisor: int = 1
 
 
-def flows(precision: str) -> list[Flow]:
+def flows(precision: str, dynamic_int8: bool) -> list[Flow]:
     ours = "onednn" if precision == "fp32" else f"onednn, precision={precision}"
+    ours += ", dynamic int8 linears" if dynamic_int8 else ""
     return [
-        Flow(ours, lambda: [OneDnnPartitioner(precision=precision)]),
+        Flow(ours, lambda: [OneDnnPartitioner(precision=precision, dynamic_int8=dynamic_int8)]),
         Flow("xnnpack", lambda: [XnnpackPartitioner()]),
         Flow("no delegate", lambda: [], runs_divisor=10),
     ]
@@ -44,6 +45,8 @@ def flows(precision: str) -> list[Flow]:
 
 # Max error relative to the output's largest magnitude, per precision inside the delegate.
 DEFAULT_TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2}
+# With --dynamic-int8: each linear layer's operands keep ~7 bits per value (test_dynamic_int8.py).
+DYNAMIC_INT8_TOLERANCE = 5e-2
 
 
 @dataclass
@@ -93,11 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--precision", default="fp32", choices=sorted(DEFAULT_TOLERANCE), help="what the delegate computes in"
     )
+    parser.add_argument("--dynamic-int8", action="store_true", help="linear layers in int8, per-token scales")
     parser.add_argument(
-        "--tolerance", type=float, default=None, help="max error relative to the output's max (1e-4; bf16: 2e-2)"
-    )
+        "--tolerance", type=float, default=None,
+        help="max error relative to the output's max (1e-4; bf16: 2e-2; --dynamic-int8: 5e-2)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    tolerance = DEFAULT_TOLERANCE[args.precision] if args.tolerance is None else args.tolerance
+    default = DYNAMIC_INT8_TOLERANCE if args.dynamic_int8 else DEFAULT_TOLERANCE[args.precision]
+    tolerance = default if args.tolerance is None else args.tolerance
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -109,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = [eager] if isinstance(eager, torch.Tensor) else list(eager)
 
     print(f"model {args.model}, inputs {[tuple(t.shape) for t in inputs]}, {torch.get_num_threads()} threads")
-    results = [run_flow(flow, model, inputs, expected, args.runs) for flow in flows(args.precision)]
+    results = [run_flow(flow, model, inputs, expected, args.runs) for flow in flows(args.precision, args.dynamic_int8)]
     xnnpack_ms = next(r.median_ms for r in results if r.name == "xnnpack")
     print("\n| flow | delegate calls | median ms | IQR ms | vs XNNPACK | max rel. error vs eager |")
     print("|---|---|---|---|---|---|")

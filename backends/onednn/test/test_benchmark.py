@@ -1,0 +1,50 @@
+"""The benchmark harness (examples/onednn/benchmark.py) end to end on its two smallest models: concurrent
+export processes, forked run processes, the report. Speed is not asserted here (the benchmark's table
+is where it is read); what is checked is that every flow ran, agrees with eager PyTorch, and that a
+flow whose run fails is recorded with its reason while the others go on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from examples.onednn import benchmark
+from examples.onednn.benchmark_flows import FLOWS
+from examples.onednn.benchmark_processes import RunForker, Settings, run_flow
+from examples.onednn.benchmark_report import markdown
+
+RUNS = 3
+
+
+def test_two_models_exported_at_once_then_timed(tmp_path: Path) -> None:
+    argv = ["--models", "mlp,unet", "--flows", "onednn,xnnpack,eager", "--threads", "1", "--export-jobs", "2",
+            "--runs", str(RUNS), "--warmup", "1", "--budget", "5", "--work-dir", str(tmp_path)]  # fmt: skip
+    results = benchmark.run_suite(benchmark.parse_args(argv), argv)
+
+    assert list(results["models"]) == ["mlp", "unet"]
+    for name, model in results["models"].items():
+        assert model["export_process_s"] > 0
+        for flow, entry in model["flows"].items():
+            assert entry["status"] == "ok", (name, flow, entry.get("reason"))
+            assert entry["runs"] == len(entry["samples_ms"]) == RUNS
+            assert entry["max_rel_error"] <= 1e-4, (name, flow)
+            assert entry["peak_mib"] > 0 and entry["load_ms"] > 0
+            assert entry["torch_threads"] == 1
+        assert model["flows"]["onednn"]["vs_xnnpack"] > 0
+        assert model["flows"]["onednn"]["delegate_calls"] >= 1
+    table = markdown(results)
+    assert "MLP 1024-4096-1024" in table and "U-Net" in table
+
+
+def test_a_run_that_fails_is_reported(tmp_path: Path) -> None:
+    torch.save((torch.randn(2, 4),), tmp_path / "inputs.pt")
+    torch.save([torch.randn(2, 4)], tmp_path / "reference.pt")
+    (tmp_path / "onednn.pte").write_bytes(b"not a program" * 8)
+    settings = Settings(threads=1, runs=2, warmup=1, budget_s=1.0, slow_runs=1, slow_budget_s=1.0, timeout_s=120.0)
+
+    entry = run_flow(FLOWS["onednn"], {"status": "ok", "export_s": 0.5}, tmp_path, settings, RunForker(settings))
+
+    assert entry["status"] == "failed" and entry["stage"] == "run"
+    assert entry["export_s"] == 0.5  # what the export found is kept
+    assert "Error" in entry["reason"]
