@@ -199,11 +199,11 @@ memory::desc strided_operand(
 bool fold_batch_into_rows(
     const StepRecord& step,
     GraphBuilder& graph,
+    const PostOps& post_ops,
     const memory::dims& a_dims,
     const memory::dims& b_dims,
     const memory::dims& dst) {
   const size_t batch = dst.size() - 2;
-  const PostOps post_ops = read_post_ops(step, graph, 3, dst);
   bool row_operand = false;
   bool all_fold = true;
   for (const PostOps::Operand& operand : post_ops.operands) {
@@ -231,8 +231,12 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
       "dst %s must have rank >= 2 and at least the rank of a and b",
       dims_string(dst_value).c_str());
   const memory::dims a_padded = left_pad(graph.dims(a), dst_value.size());
+  PostOps post_ops = read_post_ops(step, graph, 3, dst_value);
   const bool fold_rows = fold_batch_into_rows(
-      step, graph, a_padded, left_pad(graph.dims(b), dst_value.size()), dst_value);
+      step, graph, post_ops, a_padded, left_pad(graph.dims(b), dst_value.size()), dst_value);
+  if (fold_rows) {
+    post_ops = read_post_ops(step, graph, 3, dst_value, true);
+  }
   const memory::dims dst = fold_rows ? fold_into_rows(dst_value) : dst_value;
   const size_t rank = dst.size();
   const memory::dims a_dims = fold_rows ? fold_into_rows(a_padded) : a_padded;
@@ -271,7 +275,6 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
         dims_string(graph.dims(step.inputs[2])).c_str(),
         dims_string(dst).c_str());
   }
-  const PostOps post_ops = read_post_ops(step, graph, 3, dst_value, fold_rows);
   dnnl::primitive_attr attr = attr_with(post_ops);
   // Weight scales per output column n: the last dim of b.
   const Quantization quantization = read_quantization(step, graph, 1 << (rank - 1), n);
