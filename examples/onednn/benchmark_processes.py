@@ -32,17 +32,16 @@ class Settings:
     timeout_s: float  # per child process, beyond its timing budget
 
 
-def _child_options(threads: int) -> dict[str, Any]:
-    """Same threads everywhere: OMP_NUM_THREADS before anything loads (torch, an OpenMP oneDNN), and with
-    fewer threads than usable cores, pinning to that many cores (bounds TBB's pool, OpenVINO's)."""
+def _child_env(threads: int) -> dict[str, str]:
+    """Same threads everywhere: OMP_NUM_THREADS before anything loads (torch, an OpenMP oneDNN)."""
+    # FutureWarning: torch's pytree deprecations flood stderr, whose tail is a crash's report.
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore::FutureWarning"}
+
+
+def _pinned_cpus(threads: int) -> list[int] | None:
+    """With fewer threads than usable cores, the cores a run is pinned to (bounds TBB's pool, OpenVINO's)."""
     cpus = sorted(os.sched_getaffinity(0))
-    pin = cpus[:threads] if threads < len(cpus) else None
-    return {
-        "cwd": ROOT,
-        # FutureWarning: torch's pytree deprecations flood stderr, whose tail is a crash's report.
-        "env": {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore::FutureWarning"},
-        "preexec_fn": (lambda: os.sched_setaffinity(0, pin)) if pin else None,
-    }
+    return cpus[:threads] if threads < len(cpus) else None
 
 
 def _describe_exit(returncode: int, stderr: str) -> str:
@@ -72,10 +71,9 @@ class ExportServer:
             if self.log is not None:
                 self.log.close()
             self.log = self.log_path.open("a")
-            options = {**_child_options(self.threads), "preexec_fn": None}
             self.process = subprocess.Popen(
                 [*WORKER, "serve-exports"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
-                text=True, **options,
+                text=True, cwd=ROOT, env=_child_env(self.threads),
             )  # fmt: skip
         return self.process
 
@@ -160,9 +158,8 @@ class RunForker:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        options = _child_options(settings.threads)
-        os.environ.update(options["env"])  # the fork server, started on first use, passes them on
-        self.pin = sorted(os.sched_getaffinity(0))[: settings.threads] if options["preexec_fn"] else None
+        os.environ.update(_child_env(settings.threads))  # the fork server, started on first use, passes them on
+        self.pin = _pinned_cpus(settings.threads)
         self.context = multiprocessing.get_context("forkserver")
         self.context.set_forkserver_preload(RUN_PRELOAD)
 
