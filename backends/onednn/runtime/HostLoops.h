@@ -126,7 +126,7 @@ inline void run_host_loop(
     case HostLoop::Kind::ZeroFullyMaskedRows:
       zero_fully_masked_rows(loop, static_cast<const float*>(src), static_cast<float*>(dst));
       break;
-    case HostLoop::Kind::QuantizeRows:
+    case HostLoop::Kind::QuantizeRows: // all rows on this thread; execute() splits them instead
       quantize_rows(loop, src, dst, aux, 0, loop.outer);
       break;
   }
