@@ -11,7 +11,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ._passes import compute_in_bf16, passes_for, run_passes
+from ._passes import compute_in_bf16, passes_for, plan_layouts, run_passes
 from .ops import lower_program
 from .serialization.payload import serialize
 
@@ -48,6 +48,7 @@ class OneDnnBackend(BackendDetails):
         graph = run_passes(lower_program(edge_program), passes_for(dynamic_int8))
         if precision_of(compile_specs) == "bf16":
             graph = compute_in_bf16(graph)
+        graph = plan_layouts(graph)
         store = NamedDataStore()
         external_tag = spec_value(compile_specs, EXTERNAL_WEIGHTS_SPEC)
         for value_id, tensor in graph.constant_data.items():

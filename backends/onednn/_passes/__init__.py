@@ -1,4 +1,5 @@
-"""Rewrites of the lowered payload Graph, run by preprocess in this order."""
+"""Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 when
+asked for, and plan_layouts last)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .fold_batch_norm import fold_batch_norm
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
 from .mixed_precision import compute_in_bf16
+from .plan_layouts import plan_layouts
 from .simplify_layout import simplify_layout
 
 GraphPass = Callable[[Graph], Graph]
@@ -50,6 +52,7 @@ __all__ = [
     "fuse_post_ops",
     "fuse_requantize",
     "passes_for",
+    "plan_layouts",
     "quantize_matmuls_dynamically",
     "run_passes",
     "simplify_layout",

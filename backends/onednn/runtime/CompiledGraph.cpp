@@ -95,7 +95,7 @@ void build_step_or_f32(const StepRecord& step, size_t index, GraphBuilder& build
     build_step(step, builder);
     builder.set_compute_in_f32(false);
   }
-  builder.finish_step();
+  builder.finish_step(step);
 }
 
 std::unique_ptr<CompiledGraph> CompiledGraph::build(

@@ -89,7 +89,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
       prop_kind::forward_inference,
       alg,
       src_desc,
-      any_desc(dst, type),
+      graph.dst_layout(step.outputs[0], type),
       spatial_attr(step, "strides", spatial, 1),
       spatial_attr(step, "kernel", spatial, 1),
       dnnl_dilation(step, spatial),
@@ -117,7 +117,7 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::reduction::primitive_desc pd(
-      graph.engine(), alg, src_desc, any_desc(dst, type), 0.0f, 0.0f,
+      graph.engine(), alg, src_desc, graph.dst_layout(step.outputs[0], type), 0.0f, 0.0f,
       GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::reduction(pd),
@@ -240,8 +240,8 @@ void build_resampling(const StepRecord& step, GraphBuilder& graph) {
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::resampling_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, alg, src_desc, any_desc(dst, type),
-      GraphBuilder::default_attr());
+      graph.engine(), prop_kind::forward_inference, alg, src_desc,
+      graph.dst_layout(step.outputs[0], type), GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::resampling_forward(pd),
       pd,

@@ -185,11 +185,17 @@ bool GraphBuilder::involves_bf16(const StepRecord& step) const {
       (step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0);
 }
 
-void GraphBuilder::finish_step() {
+void GraphBuilder::finish_step(const StepRecord& step) {
   for (const auto& [computed, id] : results_to_convert_) {
     add_reorder(computed, define(id, plain(id)));
   }
   results_to_convert_.clear();
+  for (uint32_t id : step.outputs) {
+    const BufferId produced = buffer(id);
+    if (value(id).layout == Layout::Plain && buffers_[produced].desc != plain(id)) {
+      add_reorder(produced, define(id, plain(id)));
+    }
+  }
 }
 
 BufferId GraphBuilder::define(uint32_t id, const memory::desc& desc) {

@@ -85,6 +85,12 @@ class GraphBuilder {
   memory::desc plain(uint32_t id) const {
     return plain_desc(dims(id), data_type(id));
   }
+  // The dst of a memory-bound step that may pick its layout (pooling, resampling, reduction): plain
+  // where the plan says so, else format_tag::any. (A convolution always picks: a plain dst can cost
+  // it its fastest kernel, so finish_step() converts its result instead.)
+  memory::desc dst_layout(uint32_t id, DataType type) const {
+    return value(id).layout == Layout::Plain ? plain_desc(dims(id), type) : any_desc(dims(id), type);
+  }
   // The type a step producing (or reading) `id` works in: the value's own, or f32 while a step is
   // rebuilt in f32 for want of a bf16 kernel (define() then converts its result to the value's type).
   DataType compute_type(uint32_t id) const {
@@ -139,8 +145,9 @@ class GraphBuilder {
   // Declares the step's output value: a new arena buffer, or an existing one (metadata only). A desc
   // of another type than the value's is the step's result, converted by finish_step().
   BufferId define(uint32_t id, const memory::desc& desc);
-  // Ends the step: converts results computed in another type than their value's.
-  void finish_step();
+  // Ends the step: converts results computed in another type than their value's, and results the
+  // plan wants plain (ValueRecord::layout) but the step wrote in another layout.
+  void finish_step(const StepRecord& step);
   void define_as(uint32_t id, BufferId buffer);
   // Declares `id` as the bytes of value `source` described by `view` (same bytes): no step runs.
   void define_view(uint32_t id, uint32_t source, const memory::desc& view) {

@@ -127,7 +127,10 @@ ValueRecord read_value(ByteReader& reader, uint32_t id) {
   const uint8_t is_constant = reader.u8("value is_constant");
   ODNN_CHECK(is_constant <= 1, "value %u: is_constant must be 0 or 1, got %u", id, is_constant);
   value.is_constant = is_constant == 1;
-  reader.u16("value reserved");
+  const uint8_t layout = reader.u8("value layout");
+  ODNN_CHECK(layout < kNumLayouts, "value %u: unknown layout code %u", id, layout);
+  value.layout = static_cast<Layout>(layout);
+  reader.u8("value reserved");
   const uint32_t rank = reader.u32("value rank");
   ODNN_CHECK(rank <= kMaxRank, "value %u: rank %u exceeds %u", id, rank, kMaxRank);
   value.dims.resize(rank);

@@ -15,6 +15,7 @@ namespace executorch::backends::onednn {
 struct ValueRecord {
   uint8_t dtype = 0;
   bool is_constant = false;
+  Layout layout = Layout::Native;
   std::vector<int64_t> dims; // empty for a scalar
   std::string key; // named-data key, constants only
 };

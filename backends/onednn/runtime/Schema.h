@@ -18,6 +18,11 @@ inline constexpr uint32_t kMaxAttributeCount = 1u << 20; // per-channel scales o
 enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5 };
 inline constexpr uint8_t kNumDTypes = 6;
 
+// Where a value's bytes may stay (set ahead of time by _passes/plan_layouts.py): in the layout its
+// producing primitive picks on this CPU, or plain.
+enum class Layout : uint8_t { Native = 0, Plain = 1 };
+inline constexpr uint8_t kNumLayouts = 2;
+
 enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };
 
 enum class StepKind : uint32_t {

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import torch
 
-from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, StepKind
+from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, Layout, StepKind
 
 MAX_STRING = 1024
 MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
@@ -26,6 +26,7 @@ class Value:
     dtype: DType
     dims: tuple[int, ...]
     constant_key: str | None = None
+    layout: Layout = Layout.NATIVE
 
     @property
     def numel(self) -> int:
@@ -121,7 +122,8 @@ def serialize(graph: Graph) -> bytes:
             raise PayloadError(f"rank {len(value.dims)} exceeds {MAX_RANK}")
         body.u8(int(value.dtype))
         body.u8(1 if value.constant_key is not None else 0)
-        body.u16(0)
+        body.u8(int(value.layout))
+        body.u8(0)
         body.u32(len(value.dims))
         body.raw(struct.pack(f"<{len(value.dims)}q", *value.dims))
         if value.constant_key is not None:
@@ -206,12 +208,12 @@ def deserialize(data: bytes) -> Graph:
     graph.inputs = list(reader.take(f"<{n_inputs}I"))
     graph.outputs = list(reader.take(f"<{n_outputs}I"))
     for _ in range(n_values):
-        dtype, is_constant, _reserved, rank = reader.take("<BBHI")
+        dtype, is_constant, layout, _reserved, rank = reader.take("<BBBBI")
         if rank > MAX_RANK:
             raise PayloadError(f"rank {rank} exceeds {MAX_RANK}")
         dims = reader.take(f"<{rank}q")
         key = reader.string() if is_constant else None
-        graph.values.append(Value(_enum(DType, dtype), tuple(dims), key))
+        graph.values.append(Value(_enum(DType, dtype), tuple(dims), key, _enum(Layout, layout)))
     for _ in range(n_steps):
         (kind,) = reader.take("<I")
         step = Step(_enum(StepKind, kind), reader.u32s(), reader.u32s())

@@ -20,6 +20,13 @@ class DType(IntEnum):
     U8 = 5
 
 
+class Layout(IntEnum):
+    """Where the runtime may keep a value's bytes; set by `_passes/plan_layouts.py`."""
+
+    NATIVE = 0  # as its producing primitive lays them out on this CPU (blocked, channels-last or plain)
+    PLAIN = 1  # PyTorch's contiguous row-major order
+
+
 TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
     torch.float32: DType.F32,
     torch.bfloat16: DType.BF16,

@@ -143,13 +143,19 @@ class Variant:
 
 def with_passes(lowered: Lowered, passes: list[GraphPass]) -> Variant:
     """The program of `lowered` with its one delegate preprocessed by `passes` only."""
+    return preprocessed_with(lowered, "run_passes", lambda graph, *_: run_passes(graph, passes))
+
+
+def preprocessed_with(lowered: Lowered, stage: str, replacement: Callable[..., Graph]) -> Variant:
+    """The program of `lowered` with its one delegate preprocessed again, `stage` of onednn_preprocess
+    ('run_passes', 'plan_layouts') replaced."""
     (module,) = lowered.lowered_modules
-    original = onednn_preprocess.run_passes
-    onednn_preprocess.run_passes = lambda graph, *_: run_passes(graph, passes)  # instead of the default ones
+    original = getattr(onednn_preprocess, stage)
+    setattr(onednn_preprocess, stage, replacement)
     try:
         result = OneDnnBackend.preprocess(module.original_module, module.compile_specs)
     finally:
-        onednn_preprocess.run_passes = original
+        setattr(onednn_preprocess, stage, original)
     rebuilt = LoweredBackendModule(
         module.original_module,
         module.backend_id,

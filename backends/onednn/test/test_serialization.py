@@ -7,7 +7,15 @@ import struct
 import pytest
 import torch
 from executorch.backends.onednn.serialization.payload import Graph, PayloadError, Step, Value, deserialize, serialize
-from executorch.backends.onednn.serialization.schema import HEADER_SIZE, MAGIC, NO_VALUE, VERSION, DType, StepKind
+from executorch.backends.onednn.serialization.schema import (
+    HEADER_SIZE,
+    MAGIC,
+    NO_VALUE,
+    VERSION,
+    DType,
+    Layout,
+    StepKind,
+)
 from executorch.exir._serialize._program import deserialize_pte_binary
 from tester import lower
 from torch import nn
@@ -20,6 +28,7 @@ def small_graph() -> Graph:
     w = graph.add_value(DType.F32, (3, 2, 1, 1))
     graph.values[w].constant_key = "weights"
     y = graph.add_value(DType.F32, (1, 3, 4, 4))
+    graph.values[y].layout = Layout.PLAIN
     z = graph.add_value(DType.F32, (1, 3, 4, 4))
     ints = {"strides": [1, 1], "padding_l": [0, 0], "padding_r": [0, 0], "dilation": [1, 1], "groups": [1]}
     graph.add_step(Step(StepKind.CONVOLUTION, [x, w, NO_VALUE], [y], ints))
@@ -36,8 +45,8 @@ def lowered_payload(model: nn.Module, *inputs: torch.Tensor) -> bytes:
 
 def assert_same_graph(a: Graph, b: Graph) -> None:
     assert a.inputs == b.inputs and a.outputs == b.outputs
-    assert [(v.dtype, v.dims, v.constant_key) for v in a.values] == [
-        (v.dtype, v.dims, v.constant_key) for v in b.values
+    assert [(v.dtype, v.dims, v.constant_key, v.layout) for v in a.values] == [
+        (v.dtype, v.dims, v.constant_key, v.layout) for v in b.values
     ]
     assert [(s.kind, s.inputs, s.outputs, s.ints, s.floats) for s in a.steps] == [
         (s.kind, s.inputs, s.outputs, s.ints, s.floats) for s in b.steps
@@ -114,6 +123,15 @@ def test_corrupt_bytes_raise_payload_error_or_parse() -> None:
                 pass
             except Exception as error:  # any other type is the bug this test is after
                 pytest.fail(f"byte {offset} set to {value:#x}: {type(error).__name__}: {error}")
+
+
+def test_unknown_layout_code_is_rejected() -> None:
+    data = bytearray(serialize(small_graph()))
+    first_value = HEADER_SIZE + 4 * 2  # after one input and one output id
+    assert data[first_value + 2] == Layout.NATIVE
+    data[first_value + 2] = len(Layout)
+    with pytest.raises(PayloadError, match="unknown Layout"):
+        deserialize(bytes(data))
 
 
 def test_step_referring_to_a_missing_value_is_rejected() -> None:

@@ -76,7 +76,9 @@ TEST(OpCorrectness, DepthwiseConv2dMatchesReference) {
   check_conv2d(p, 1, 1, true);
 }
 
-TEST(OpCorrectness, ConvReluConvChainThroughIntermediateMatchesReference) {
+// conv -> relu -> conv, with the layouts the plan gives the two intermediates and the output
+// (0 native, 1 plain): the runtime must honour each and convert where needed.
+void check_conv_relu_conv_chain(uint8_t conv_layout, uint8_t relu_layout, uint8_t dst_layout) {
   Conv2dParams first{};
   first.n = 1, first.ic = 16, first.ih = 12, first.iw = 12, first.oc = 32, first.kh = 3, first.kw = 3;
   first.pad_top = 1, first.pad_left = 1, first.oh = 12, first.ow = 12;
@@ -92,6 +94,9 @@ TEST(OpCorrectness, ConvReluConvChainThroughIntermediateMatchesReference) {
   const uint32_t a = model.value({1, 32, 12, 12});
   const uint32_t r = model.value({1, 32, 12, 12});
   const uint32_t dst = model.value({1, 16, 12, 12});
+  model.payload.set_layout(a, conv_layout);
+  model.payload.set_layout(r, relu_layout);
+  model.payload.set_layout(dst, dst_layout);
   model.payload.step(Kind::Convolution, {src, k1, kNoValue}, {a}, conv_attrs(first, 1, 1));
   model.payload.step(Kind::Eltwise, {a}, {r}, {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Convolution, {r, k2, kNoValue}, {dst}, conv_attrs(second, 0, 0));
@@ -99,7 +104,23 @@ TEST(OpCorrectness, ConvReluConvChainThroughIntermediateMatchesReference) {
   const auto outputs = run_model(model, {x});
   ASSERT_EQ(outputs.size(), 1u);
   const auto expected = conv2d_ref(second, relu_ref(conv2d_ref(first, x, w1, {})), w2, {});
-  expect_close(outputs[0], expected, "conv -> relu -> conv");
+  const std::string what = "conv -> relu -> conv, layouts " + std::to_string(conv_layout) + "/" +
+      std::to_string(relu_layout) + "/" + std::to_string(dst_layout);
+  expect_close(outputs[0], expected, what);
+}
+
+TEST(OpCorrectness, ConvReluConvChainThroughIntermediateMatchesReference) {
+  check_conv_relu_conv_chain(0, 0, 0);
+}
+
+TEST(OpCorrectness, ConvReluConvChainMatchesReferenceInEveryPlannedLayout) {
+  for (uint8_t conv_layout = 0; conv_layout < 2; ++conv_layout) {
+    for (uint8_t relu_layout = 0; relu_layout < 2; ++relu_layout) {
+      for (uint8_t dst_layout = 0; dst_layout < 2; ++dst_layout) {
+        check_conv_relu_conv_chain(conv_layout, relu_layout, dst_layout);
+      }
+    }
+  }
 }
 
 TEST(OpCorrectness, ConvWithResidualAddPostOpMatchesReference) {

@@ -82,7 +82,8 @@ std::vector<uint8_t> PayloadBuilder::build() const {
   for (const Value& v : values_) {
     w.u8(v.dtype);
     w.u8(v.key.empty() ? 0 : 1);
-    w.u16(0);
+    w.u8(v.layout);
+    w.u8(0);
     w.u32(static_cast<uint32_t>(v.dims.size()));
     for (int64_t d : v.dims) {
       w.i64(d);

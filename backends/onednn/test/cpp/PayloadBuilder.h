@@ -26,6 +26,10 @@ class PayloadBuilder {
  public:
   // An activation value (or a constant when `key` is non-empty).
   uint32_t value(std::vector<int64_t> dims, std::string key = "", uint8_t dtype = 0);
+  // The value's layout code (FORMAT.md); any code, valid or not.
+  void set_layout(uint32_t id, uint8_t layout) {
+    values_.at(id).layout = layout;
+  }
   void input(uint32_t id) {
     inputs_.push_back(id);
   }
@@ -47,6 +51,7 @@ class PayloadBuilder {
     uint8_t dtype;
     std::vector<int64_t> dims;
     std::string key;
+    uint8_t layout = 0;
   };
   struct Step {
     Kind kind;

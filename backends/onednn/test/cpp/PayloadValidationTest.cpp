@@ -216,6 +216,21 @@ TEST(PayloadValidation, Int8GraphInputIsRejected) {
   EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
 }
 
+// Layout codes (FORMAT.md): 0 native, 1 plain, on any value; nothing else.
+TEST(PayloadValidation, UnknownLayoutIsRejected) {
+  // valid_model(): value 0 is the graph input, 1 the weights, 3 the convolution's result.
+  const auto with_layout = [](uint32_t id, uint8_t layout) {
+    Model model = valid_model();
+    model.payload.set_layout(id, layout);
+    return init_error(model.payload.build(), &model.data);
+  };
+  EXPECT_EQ(with_layout(3, 1), Error::Ok);
+  EXPECT_EQ(with_layout(0, 1), Error::Ok);
+  EXPECT_EQ(with_layout(1, 1), Error::Ok);
+  EXPECT_EQ(with_layout(3, 2), Error::InvalidProgram);
+  EXPECT_EQ(with_layout(0, 0xFF), Error::InvalidProgram);
+}
+
 size_t resident_kilobytes() {
   std::ifstream status("/proc/self/status");
   std::string line;

@@ -1,0 +1,83 @@
+"""Where activations may stay in oneDNN's own layouts, decided for the whole partition ahead of time.
+
+Which layout a convolution computes fastest in depends on the CPU, so the plan does not name it:
+oneDNN picks it at init (`format_tag::any`). On AVX2 and AVX-512 it picks channels-last for every
+convolution but those reading an image's few channels (blocked aBcd16b), in f32, bf16 and int8; with
+SSE4.1 it picks blocked aBcd8b everywhere, and channels-last would run MobileNetV2's depthwise
+convolutions on the reference kernel (9.8 -> 106 ms, measured). What the plan decides is the rest:
+- every activation is NATIVE (kept as its producer lays it out) or PLAIN. A value that a convolution,
+  pooling, ... produced and that only plain-only steps read (matmul, softmax, layer norm, slices, the
+  caller's output tensor) is PLAIN: pooling, resampling and reductions then write it plain directly,
+  other steps convert their result once, right after computing it. Everything else stays NATIVE, so
+  chains of convolutions, their post-ops, pools, concats and elementwise steps never convert, and a
+  permute or reshape of channels-last memory stays a view.
+- a commutative binary step computes in the layout of its first operand: when only its second one
+  may be native (a convolution's result added to a graph input), the two are swapped, so the plain
+  operand is converted, not the convolution's result and everything downstream of it.
+"""
+
+from __future__ import annotations
+
+from ..serialization.payload import Graph, Step
+from ..serialization.schema import NO_VALUE, BinaryAlg, Layout, StepKind
+
+# Steps whose oneDNN primitive lays out its result itself.
+CHOOSE_LAYOUT = frozenset(
+    {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.POOLING, StepKind.RESAMPLING, StepKind.REDUCTION}
+)
+# Steps that compute in the layout of their first input. (A concat keeps its inputs' layouts when none
+# of them is plain, else it writes plain.)
+FOLLOW_LAYOUT = frozenset({StepKind.ELTWISE, StepKind.BINARY, StepKind.BATCH_NORM})
+# Steps that pass their input's layout on through a view (of strided memory) or a copy.
+VIEW_LAYOUT = frozenset({StepKind.RESHAPE, StepKind.REORDER})
+# Steps that read their first input in plain layout only.
+READ_PLAIN = frozenset({StepKind.MATMUL, StepKind.LAYER_NORM, StepKind.SOFTMAX, StepKind.QUANTIZE_ROWS})
+COMMUTATIVE = frozenset({BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN})
+
+
+def plan_layouts(graph: Graph) -> Graph:
+    """Set every value's `layout` and order commutative operands (see the module docstring)."""
+    may_be_native = [False] * len(graph.values)
+    for step in graph.steps:
+        if step.kind == StepKind.BINARY:
+            _put_native_operand_first(graph, step, may_be_native)
+        for output in step.outputs:
+            may_be_native[output] = _may_write_native(step, may_be_native)
+    readers: dict[int, list[Step | None]] = {}
+    for step in graph.steps:
+        for value_id in step.inputs:
+            if value_id != NO_VALUE:
+                readers.setdefault(value_id, []).append(step)
+    for value_id in graph.outputs:
+        readers.setdefault(value_id, []).append(None)  # the caller's tensor
+    for value_id, value in enumerate(graph.values):
+        reads = readers.get(value_id, [])
+        plain_only = bool(reads) and all(step is None or _reads_plain(step, value_id) for step in reads)
+        value.layout = Layout.PLAIN if may_be_native[value_id] and plain_only else Layout.NATIVE
+    return graph
+
+
+def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
+    if step.kind in CHOOSE_LAYOUT:
+        return True
+    if step.kind == StepKind.CONCAT:
+        return all(may_be_native[i] for i in step.inputs)
+    slices = step.kind == StepKind.REORDER and "offsets" in step.ints  # a block copied out plain
+    return step.kind in FOLLOW_LAYOUT | VIEW_LAYOUT and not slices and may_be_native[step.inputs[0]]
+
+
+def _reads_plain(step: Step, value_id: int) -> bool:
+    slices = step.kind == StepKind.REORDER and "offsets" in step.ints
+    return step.inputs[0] == value_id and (step.kind in READ_PLAIN or slices)
+
+
+def _put_native_operand_first(graph: Graph, step: Step, may_be_native: list[bool]) -> None:
+    first, second = step.inputs[:2]
+    src0, src1 = graph.values[first], graph.values[second]
+    if (
+        BinaryAlg(step.ints["alg"][0]) in COMMUTATIVE
+        and may_be_native[second]
+        and not may_be_native[first]
+        and (src0.dims, src0.dtype) == (src1.dims, src1.dtype)
+    ):
+        step.inputs[0], step.inputs[1] = second, first
