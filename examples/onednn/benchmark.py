@@ -38,7 +38,15 @@ from typing import Any
 
 from examples.onednn.benchmark_flows import FLOWS, Flow
 from examples.onednn.benchmark_models import ATTENTION, BENCH_MODELS
-from examples.onednn.benchmark_processes import ROOT, ExportServer, RunForker, Settings, failed, run_flow
+from examples.onednn.benchmark_processes import (
+    ROOT,
+    ExportServer,
+    RunForker,
+    Settings,
+    failed,
+    measure_call_overhead,
+    run_flow,
+)
 from examples.onednn.benchmark_report import bar_chart, benchmarks_page, markdown
 
 FLAGS = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"]
@@ -275,6 +283,7 @@ def run_suite(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                     for artifact in (work / name).iterdir():
                         if artifact.suffix in ARTIFACTS:
                             artifact.unlink()
+            call_overhead = measure_call_overhead(settings)
         finally:
             for exporter in exporters:
                 exporter.close()
@@ -288,6 +297,7 @@ def run_suite(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         "total_s": time.perf_counter() - start,
         "notes": notes,
         "models": results,
+        "call_overhead": call_overhead,
     }
 
 

@@ -199,4 +199,20 @@ def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Setting
     return {**exported, **result}
 
 
-__all__ = ["ExportServer", "RunForker", "Settings", "failed", "run_flow"]
+def measure_call_overhead(settings: Settings) -> dict[str, Any]:
+    """benchmark_overhead.py in a fresh process, pinned like the runs: its numbers or why it failed."""
+    command = [sys.executable, "-m", "examples.onednn.benchmark_overhead", "--threads", str(settings.threads)]
+    pin = _pinned_cpus(settings.threads)
+    if pin:
+        command += ["--cpus", ",".join(map(str, pin))]
+    env = _child_env(settings.threads)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=settings.timeout_s)
+    except subprocess.TimeoutExpired:
+        return failed("run", f"TimeoutError: no result within {settings.timeout_s:g} s")
+    if done.returncode != 0:
+        return failed("run", _describe_exit(done.returncode, done.stderr))
+    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+__all__ = ["ExportServer", "RunForker", "Settings", "failed", "measure_call_overhead", "run_flow"]

@@ -151,6 +151,35 @@ def detail_table(results: Results) -> list[str]:
     return lines
 
 
+OVERHEAD_LABELS = {
+    "onednn": "ExecuTorch + oneDNN (ours)",
+    "xnnpack": "ExecuTorch + XNNPACK",
+    "no-delegate": "ExecuTorch, no delegate",
+}
+
+
+def overhead_table(results: Results) -> list[str]:
+    """Per-call overhead of one tiny op (benchmark_overhead.py), when the suite measured it."""
+    overhead = results.get("call_overhead")
+    if not overhead:
+        return []
+    lines = ["", "## Per-call overhead", ""]
+    if overhead["status"] != "ok":
+        return [*lines, f"Not measured: {short_reason(overhead)}"]
+    lines += [
+        f"One `method.execute()` of a program that is one {overhead['op']}: the best of {overhead['rounds']} "
+        f"rounds of {overhead['calls']} calls. The delegate's own cost is that minus the same program without "
+        "a delegate (ExecuTorch's portable kernel, which costs next to nothing for 8 floats).",
+        "",
+        "| flow | us per call | the delegate's own us |",
+        "|---|---|---|",
+    ]
+    for flow, us in overhead["us_per_call"].items():
+        own = overhead["delegate_us"].get(flow)
+        lines.append(f"| {OVERHEAD_LABELS.get(flow, flow)} | {us:.1f} | {'-' if own is None else f'{own:.1f}'} |")
+    return lines
+
+
 def machine_lines(results: Results) -> list[str]:
     machine, versions, settings = results["machine"], results["versions"], results["settings"]
     flags = ", ".join(f"{flag} {'yes' if present else 'no'}" for flag, present in machine["flags"].items())
@@ -170,6 +199,7 @@ def _body(results: Results) -> list[str]:
     lines += ["xnnpack_ms / flow_ms (median latency): above 1 is faster than XNNPACK.", "", *summary_table(results)]
     lines += ["", "## Against the targets", "", "peer_ms / our_ms: above 1 is faster than the peer.", ""]
     lines += targets_table(results)
+    lines += overhead_table(results)
     lines += ["", "## All numbers", "", *detail_table(results), "", MEMORY_NOTE, ""]
     return lines + [f"- {note}" for note in results.get("notes", [])]
 

@@ -1,7 +1,8 @@
 """The benchmark harness (examples/onednn/benchmark.py) end to end on its two smallest models: concurrent
 export processes, forked run processes, the report. Speed is not asserted here (the benchmark's table
-is where it is read); what is checked is that every flow ran, agrees with eager PyTorch, and that a
-flow whose run fails is recorded with its reason while the others go on."""
+is where it is read); what is checked is that every flow ran, agrees with eager PyTorch, that the
+per-call overhead was measured, and that a flow whose run fails is recorded with its reason while the
+others go on."""
 
 from __future__ import annotations
 
@@ -33,8 +34,13 @@ def test_two_models_exported_at_once_then_timed(tmp_path: Path) -> None:
             assert entry["torch_threads"] == 1
         assert model["flows"]["onednn"]["vs_xnnpack"] > 0
         assert model["flows"]["onednn"]["delegate_calls"] >= 1
+    overhead = results["call_overhead"]
+    assert overhead["status"] == "ok", overhead.get("reason")
+    assert set(overhead["us_per_call"]) == {"onednn", "xnnpack", "no-delegate"}
+    assert all(us > 0 for us in overhead["us_per_call"].values())
+    assert set(overhead["delegate_us"]) == {"onednn", "xnnpack"}
     table = markdown(results)
-    assert "MLP 1024-4096-1024" in table and "U-Net" in table
+    assert "MLP 1024-4096-1024" in table and "U-Net" in table and "## Per-call overhead" in table
 
 
 def test_a_run_that_fails_is_reported(tmp_path: Path) -> None:
