@@ -31,6 +31,28 @@ inline memory::desc plain_desc(const memory::dims& dims, DataType type = DataTyp
   return memory::desc(dims, type, row_major_strides(dims));
 }
 
+// A strided desc whose bytes are in row-major order once its size-1 dims are left out, described as
+// plain: a permute that moves only size-1 dims (a decoding step's [1, T=1, H, D] -> [1, H, 1, D])
+// leaves strides oneDNN takes for another layout, and its binary kernel read such a "acbd" src wrong.
+inline memory::desc canonical(const memory::desc& desc) {
+  if (desc.get_format_kind() != memory::format_kind::blocked || desc.get_inner_nblks() != 0 ||
+      desc.get_submemory_offset() != 0) {
+    return desc;
+  }
+  const memory::dims dims = desc.get_dims();
+  const memory::dims strides = desc.get_strides();
+  memory::dim expected = 1;
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (dims[d] != 1) {
+      if (strides[d] != expected) {
+        return desc;
+      }
+      expected *= dims[d];
+    }
+  }
+  return plain_desc(dims, desc.get_data_type());
+}
+
 inline memory::desc any_desc(const memory::dims& dims, DataType type = DataType::f32) {
   return memory::desc(dims, type, memory::format_tag::any);
 }

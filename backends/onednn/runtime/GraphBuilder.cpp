@@ -161,7 +161,8 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
   return result;
 }
 
-BufferId GraphBuilder::alias(BufferId base, const memory::desc& view) {
+BufferId GraphBuilder::alias(BufferId base, const memory::desc& described) {
+  const memory::desc view = canonical(described);
   if (buffers_[base].desc == view) {
     return base;
   }

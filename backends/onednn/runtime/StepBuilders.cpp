@@ -215,7 +215,7 @@ memory::desc permuted(const memory::desc& desc, const std::vector<int64_t>& orde
     dims[i] = from_dims[order[i]];
     strides[i] = from_strides[order[i]];
   }
-  return memory::desc(dims, desc.get_data_type(), strides);
+  return canonical(memory::desc(dims, desc.get_data_type(), strides));
 }
 
 // Walks both shapes from the innermost dim, one chunk of contiguous-in-memory old dims at a time:
@@ -252,7 +252,7 @@ memory::desc reshaped(const memory::desc& desc, const memory::dims& dims) {
   if (view_d != -1) {
     return memory::desc();
   }
-  return memory::desc(dims, desc.get_data_type(), strides);
+  return canonical(memory::desc(dims, desc.get_data_type(), strides));
 }
 
 memory::dims spatial_attr(const StepRecord& step, const char* name, size_t count, int64_t minimum) {

@@ -109,6 +109,15 @@ CASES = [
         ((2, 6, 12), (2, 6, 4)),
         (),
     ),
+    # A permute that moves only size-1 dims (a decoding step's head split, T = 1) is plain memory: it
+    # once reached oneDNN's binary as an "acbd" src with odd strides, which it computed wrong.
+    Case(
+        "permute_of_size_one_dims_feeds_a_broadcasting_binary",
+        lambda: Fn(lambda m, x, c: x.view(1, 1, 2, 16).transpose(1, 2) * c),
+        ((1, 1, 32), (1, 16)),
+        (),
+    ),
+    Case("attention_of_one_token", lambda: Attention(), ((1, 1, 32),), ()),
     # A blocked convolution output is permuted by one reorder into the permute's plain output (not
     # blocked -> plain -> permuted plain), however many consumers read it.
     Case(
