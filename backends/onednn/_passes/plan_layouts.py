@@ -19,7 +19,7 @@ convolutions on the reference kernel (9.8 -> 106 ms, measured). What the plan de
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import NO_VALUE, BinaryAlg, Layout, StepKind
+from ..serialization.schema import BinaryAlg, Layout, StepKind
 
 # Steps whose oneDNN primitive lays out its result itself.
 CHOOSE_LAYOUT = frozenset(
@@ -43,18 +43,18 @@ def plan_layouts(graph: Graph) -> Graph:
             _put_native_operand_first(graph, step, may_be_native)
         for output in step.outputs:
             may_be_native[output] = _may_write_native(step, may_be_native)
-    readers: dict[int, list[Step | None]] = {}
-    for step in graph.steps:
-        for value_id in step.inputs:
-            if value_id != NO_VALUE:
-                readers.setdefault(value_id, []).append(step)
-    for value_id in graph.outputs:
-        readers.setdefault(value_id, []).append(None)  # the caller's tensor
+    consumers, outputs = graph.consumers(), set(graph.outputs)
     for value_id, value in enumerate(graph.values):
-        reads = readers.get(value_id, [])
-        plain_only = bool(reads) and all(step is None or _reads_plain(step, value_id) for step in reads)
+        readers = [graph.steps[index] for index in consumers.get(value_id, [])]
+        read = bool(readers) or value_id in outputs  # the caller's output tensor reads plain
+        plain_only = read and all(_reads_plain(step, value_id) for step in readers)
         value.layout = Layout.PLAIN if may_be_native[value_id] and plain_only else Layout.NATIVE
     return graph
+
+
+def _is_slice(step: Step) -> bool:
+    """A block of its input, copied out plain."""
+    return step.kind == StepKind.REORDER and "offsets" in step.ints
 
 
 def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
@@ -62,13 +62,11 @@ def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
         return True
     if step.kind == StepKind.CONCAT:
         return all(may_be_native[i] for i in step.inputs)
-    slices = step.kind == StepKind.REORDER and "offsets" in step.ints  # a block copied out plain
-    return step.kind in FOLLOW_LAYOUT | VIEW_LAYOUT and not slices and may_be_native[step.inputs[0]]
+    return step.kind in FOLLOW_LAYOUT | VIEW_LAYOUT and not _is_slice(step) and may_be_native[step.inputs[0]]
 
 
 def _reads_plain(step: Step, value_id: int) -> bool:
-    slices = step.kind == StepKind.REORDER and "offsets" in step.ints
-    return step.inputs[0] == value_id and (step.kind in READ_PLAIN or slices)
+    return step.inputs[0] == value_id and (step.kind in READ_PLAIN or _is_slice(step))
 
 
 def _put_native_operand_first(graph: Graph, step: Step, may_be_native: list[bool]) -> None:

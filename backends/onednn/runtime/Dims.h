@@ -31,12 +31,17 @@ inline memory::desc plain_desc(const memory::dims& dims, DataType type = DataTyp
   return memory::desc(dims, type, row_major_strides(dims));
 }
 
+// True for a layout described by strides alone (plain, permuted, a view of those), no blocking.
+inline bool is_strided(const memory::desc& desc) {
+  return desc.get_format_kind() == memory::format_kind::blocked && desc.get_inner_nblks() == 0 &&
+      desc.get_submemory_offset() == 0;
+}
+
 // A strided desc whose bytes are in row-major order once its size-1 dims are left out, described as
 // plain: a permute that moves only size-1 dims (a decoding step's [1, T=1, H, D] -> [1, H, 1, D])
 // leaves strides oneDNN takes for another layout, and its binary kernel read such a "acbd" src wrong.
 inline memory::desc canonical(const memory::desc& desc) {
-  if (desc.get_format_kind() != memory::format_kind::blocked || desc.get_inner_nblks() != 0 ||
-      desc.get_submemory_offset() != 0) {
+  if (!is_strided(desc)) {
     return desc;
   }
   const memory::dims dims = desc.get_dims();

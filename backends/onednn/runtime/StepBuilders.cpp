@@ -201,11 +201,6 @@ memory::desc permuted_view(
   return permuted(plain_desc(physical, type), order);
 }
 
-bool is_strided(const memory::desc& desc) {
-  return desc.get_format_kind() == memory::format_kind::blocked && desc.get_inner_nblks() == 0 &&
-      desc.get_submemory_offset() == 0;
-}
-
 memory::desc permuted(const memory::desc& desc, const std::vector<int64_t>& order) {
   const memory::dims from_dims = desc.get_dims();
   const memory::dims from_strides = desc.get_strides();

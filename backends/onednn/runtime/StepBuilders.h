@@ -110,8 +110,6 @@ memory::desc permuted_view(
     const std::vector<int64_t>& order,
     DataType type = DataType::f32);
 
-// True for a layout described by strides alone (plain, permuted, a view of those), no blocking.
-bool is_strided(const memory::desc& desc);
 // The bytes of strided `desc` in logical order: logical dim i = dim order[i] of `desc`.
 memory::desc permuted(const memory::desc& desc, const std::vector<int64_t>& order);
 // The bytes of strided `desc` as `dims` (same element count) when its strides allow it without a
