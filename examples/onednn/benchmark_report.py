@@ -151,13 +151,6 @@ def detail_table(results: Results) -> list[str]:
     return lines
 
 
-OVERHEAD_LABELS = {
-    "onednn": "ExecuTorch + oneDNN (ours)",
-    "xnnpack": "ExecuTorch + XNNPACK",
-    "no-delegate": "ExecuTorch, no delegate",
-}
-
-
 def overhead_table(results: Results) -> list[str]:
     """Per-call overhead of one tiny op (benchmark_overhead.py), when the suite measured it."""
     overhead = results.get("call_overhead")
@@ -176,7 +169,7 @@ def overhead_table(results: Results) -> list[str]:
     ]
     for flow, us in overhead["us_per_call"].items():
         own = overhead["delegate_us"].get(flow)
-        lines.append(f"| {OVERHEAD_LABELS.get(flow, flow)} | {us:.1f} | {'-' if own is None else f'{own:.1f}'} |")
+        lines.append(f"| {FLOWS[flow].label} | {us:.1f} | {'-' if own is None else f'{own:.1f}'} |")
     return lines
 
 
