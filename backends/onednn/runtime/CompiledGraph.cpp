@@ -204,7 +204,8 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
   }
   try {
     for (const Binding& binding : bindings_) {
-      binding.memory.set_data_handle(args[binding.arg_index]->toTensor().mutable_data_ptr());
+      auto* data = static_cast<uint8_t*>(args[binding.arg_index]->toTensor().mutable_data_ptr());
+      binding.memory.set_data_handle(data + binding.offset);
     }
     // Inside the arena of the configured thread count, which bounds oneDNN's TBB parallelism.
     const Error result = run_in_thread_arena([&]() -> Error {

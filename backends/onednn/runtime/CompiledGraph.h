@@ -58,6 +58,7 @@ class CompiledGraph {
   struct Binding {
     dnnl::memory memory;
     uint32_t arg_index;
+    size_t offset; // bytes into the argument's data (a contiguous block of it)
   };
 
   runtime::Error check_argument(

@@ -9,9 +9,38 @@
 
 namespace executorch::backends::onednn {
 
+namespace {
+
+// Where a block of row-major `src_dims` starts, in elements, when its bytes are contiguous there (the
+// dims before the first one it cuts are 1 in the block, those after it whole: `x[i]`, `x[:, 2:5]` of
+// [1, N, ...]); -1 otherwise.
+int64_t contiguous_block_start(
+    const memory::dims& src_dims,
+    const memory::dims& dst_dims,
+    const memory::dims& start) {
+  size_t cut = 0;
+  while (cut < dst_dims.size() && dst_dims[cut] == 1) {
+    ++cut;
+  }
+  for (size_t d = cut + 1; d < dst_dims.size(); ++d) {
+    if (dst_dims[d] != src_dims[d]) {
+      return -1;
+    }
+  }
+  const memory::dims strides = row_major_strides(src_dims);
+  int64_t element = 0;
+  for (size_t d = 0; d < start.size(); ++d) {
+    element += start[d] * strides[d];
+  }
+  return element;
+}
+
+} // namespace
+
 // dst dim i = src dim permutation[i]: the src bytes are read through permuted strides so one
-// reorder writes the permuted plain dst. With offsets, dst is the block of src starting there (a
-// slice, read through a sub-memory view). Otherwise it is a copy into plain layout.
+// reorder writes the permuted plain dst. With offsets, dst is the block of src starting there: a
+// view when its bytes are contiguous in src, else a copy through a sub-memory view. Otherwise it is
+// a copy into plain layout.
 void build_reorder(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims src_dims = graph.dims(src);
@@ -68,6 +97,14 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str(),
         dims_string(src_dims).c_str());
     const memory::dims start(offsets.begin(), offsets.end());
+    const int64_t block = contiguous_block_start(src_dims, dst_dims, start);
+    const uint32_t dst = step.outputs[0];
+    if (block >= 0 && !graph.is_constant(src) && graph.data_type(src) == graph.data_type(dst) &&
+        read_quantization(step, graph).empty()) {
+      const size_t bytes = static_cast<size_t>(block) * memory::data_type_size(graph.data_type(dst));
+      graph.define_as(dst, graph.alias(graph.plain_input(src), graph.plain(dst), bytes));
+      return;
+    }
     source = graph.alias(graph.plain_input(src), graph.plain(src).submemory_desc(dst_dims, start));
   } else {
     ODNN_CHECK(

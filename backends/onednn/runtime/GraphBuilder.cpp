@@ -161,14 +161,15 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
   return result;
 }
 
-BufferId GraphBuilder::alias(BufferId base, const memory::desc& described) {
+BufferId GraphBuilder::alias(BufferId base, const memory::desc& described, size_t bytes) {
   const memory::desc view = canonical(described);
-  if (buffers_[base].desc == view) {
+  if (bytes == 0 && buffers_[base].desc == view) {
     return base;
   }
   for (BufferId id = 0; id < buffers_.size(); ++id) {
     const Buffer& existing = buffers_[id];
-    if (existing.storage == Storage::Alias && existing.alias_of == base && existing.desc == view) {
+    if (existing.storage == Storage::Alias && existing.alias_of == base && existing.desc == view &&
+        existing.offset == bytes) {
       return id;
     }
   }
@@ -176,6 +177,7 @@ BufferId GraphBuilder::alias(BufferId base, const memory::desc& described) {
   buffer.desc = view;
   buffer.storage = Storage::Alias;
   buffer.alias_of = base;
+  buffer.offset = bytes;
   return add_buffer(std::move(buffer));
 }
 
@@ -384,26 +386,31 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
 }
 
 memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph) {
-  const BufferId base_id = root(id);
+  size_t view_bytes = 0; // where an alias chain starts inside its root's bytes
+  BufferId base_id = id;
+  for (; buffers_[base_id].storage == Storage::Alias; base_id = buffers_[base_id].alias_of) {
+    view_bytes += buffers_[base_id].offset;
+  }
   const Buffer& base = buffers_[base_id];
   const memory::desc& desc = buffers_[id].desc;
   switch (base.storage) {
     case Storage::Arena:
-      return memory(desc, engine_, arena + base.offset);
+      return memory(desc, engine_, arena + base.offset + view_bytes);
     case Storage::Packed:
-      return memory(desc, engine_, graph.weights_storage_.get() + base.offset);
+      return memory(desc, engine_, graph.weights_storage_.get() + base.offset + view_bytes);
     case Storage::Program: {
-      void* bytes = program_bytes(base_id);
+      auto* bytes = static_cast<uint8_t*>(program_bytes(base_id));
       graph.program_constants_.push_back(base.program_bytes);
-      return memory(desc, engine_, bytes);
+      return memory(desc, engine_, bytes + view_bytes);
     }
     case Storage::GraphInput:
     case Storage::GraphOutput: {
       memory bound(desc, engine_, nullptr);
-      graph.bindings_.push_back({bound, base.arg_index});
+      graph.bindings_.push_back({bound, base.arg_index, view_bytes});
       return bound;
     }
     case Storage::Owned: {
+      ODNN_CHECK(view_bytes == 0, "buffer %u: a block of init-time bytes cannot be a view", id);
       memory owned(desc, engine_); // oneDNN allocates; graph.memories_ keeps it alive
       std::memcpy(owned.get_data_handle(), base.bytes.data(), base.bytes.size());
       return owned;

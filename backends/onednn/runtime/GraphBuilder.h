@@ -41,7 +41,7 @@ struct Buffer {
   uint32_t owner_value = kNoValue; // the value whose producer defined this buffer
   int64_t first_step = -1; // liveness (Arena roots), in recorded-step positions
   int64_t last_step = -1;
-  size_t offset = 0; // Arena: in the arena; Packed: in the packed weights
+  size_t offset = 0; // Arena: in the arena; Packed: in the packed weights; Alias: in alias_of's bytes
   std::vector<uint8_t> bytes; // Owned
 };
 
@@ -139,8 +139,9 @@ class GraphBuilder {
   // The value's plain bytes described by `view` (same size), converted to `wanted`.
   BufferId input_view(uint32_t id, const memory::desc& view, const memory::desc& wanted);
   BufferId as_layout(BufferId source, const memory::desc& wanted);
-  // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view).
-  BufferId alias(BufferId base, const memory::desc& view);
+  // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view), starting
+  // `bytes` into them (a contiguous block).
+  BufferId alias(BufferId base, const memory::desc& view, size_t bytes = 0);
 
   // Declares the step's output value: a new arena buffer, or an existing one (metadata only). A desc
   // of another type than the value's is the step's result, converted by finish_step().

@@ -165,3 +165,28 @@ def test_layout_only_ops_run_as_views(case: Case) -> None:
         assert found is not None, f"expected a reorder {allowed[0]} -> {allowed[1]}\n{describe(trace)}"
         unexpected.remove(found)
     assert not unexpected, f"copies a view should have avoided: {[str(r) for r in unexpected]}\n{describe(trace)}"
+
+
+@pytest.mark.parametrize(
+    ("fn", "shapes", "copies"),
+    [
+        (lambda m, x, w: x[1] @ w, ((3, 4, 8), (8, 5)), 0),  # a whole row of a graph input
+        (lambda m, x, w: torch.relu(x)[:, 1:3].reshape(1, 16) @ w, ((1, 4, 8), (16, 5)), 0),  # rows of a result
+        (lambda m, x, w: x[:, 1:3] @ w, ((2, 4, 8), (8, 5)), 1),  # rows of each batch: not contiguous
+    ],
+    ids=["select_of_a_graph_input", "rows_of_a_step_result", "rows_of_every_batch"],
+)
+def test_a_slice_whose_bytes_are_contiguous_is_a_view(fn: Callable[..., object], shapes: tuple, copies: int) -> None:
+    torch.manual_seed(0)
+    model = Fn(fn).eval()
+    inputs = tuple(torch.randn(shape) for shape in shapes)
+    lowered = lower(model, inputs)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    assert any(s.kind == StepKind.REORDER and "offsets" in s.ints for s in graph.steps), "no slice in the payload"
+    outputs, trace = execute_traced(lowered.buffer, inputs)
+    with torch.no_grad():
+        problem = mismatch("slice", outputs, flatten_outputs(model(*inputs)), DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    reorders = [r for r in trace if r.primitive == "reorder"]
+    assert len(reorders) == copies, describe(trace)
