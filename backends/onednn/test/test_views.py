@@ -142,21 +142,27 @@ def matches(record: Record, allowed: tuple[str, str]) -> bool:
     return all(want in ("*", tags.get(arg)) for arg, want in zip(("src", "dst"), allowed))
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_layout_only_ops_run_as_views(case: Case) -> None:
+def run_traced(name: str, model: nn.Module, shapes: tuple[tuple[int, ...], ...], attribute: str) -> list[Record]:
+    """Lowers `model` (one delegate call, with a REORDER step carrying `attribute`), runs it against eager
+    PyTorch and returns the trace of its execute()."""
     torch.manual_seed(0)
-    model = case.model().eval()
-    inputs = tuple(torch.randn(shape) for shape in case.shapes)
+    model = model.eval()
+    inputs = tuple(torch.randn(shape) for shape in shapes)
     lowered = lower(model, inputs)
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
     (graph,) = lowered.payloads()
-    assert any(s.kind == StepKind.REORDER and "permutation" in s.ints for s in graph.steps), "no permute in the payload"
-
+    assert any(s.kind == StepKind.REORDER and attribute in s.ints for s in graph.steps), f"no {attribute} step"
     outputs, trace = execute_traced(lowered.buffer, inputs)
     with torch.no_grad():
         expected = flatten_outputs(model(*inputs))
-    problem = mismatch(case.name, outputs, expected, DEFAULT_TOLERANCE)
+    problem = mismatch(name, outputs, expected, DEFAULT_TOLERANCE)
     assert problem is None, f"{problem}\n{describe(trace)}"
+    return trace
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_layout_only_ops_run_as_views(case: Case) -> None:
+    trace = run_traced(case.name, case.model(), case.shapes, "permutation")
 
     reorders = [r for r in trace if r.primitive == "reorder"]
     unexpected = list(reorders)
@@ -176,17 +182,9 @@ def test_layout_only_ops_run_as_views(case: Case) -> None:
     ],
     ids=["select_of_a_graph_input", "rows_of_a_step_result", "rows_of_every_batch"],
 )
-def test_a_slice_whose_bytes_are_contiguous_is_a_view(fn: Callable[..., object], shapes: tuple, copies: int) -> None:
-    torch.manual_seed(0)
-    model = Fn(fn).eval()
-    inputs = tuple(torch.randn(shape) for shape in shapes)
-    lowered = lower(model, inputs)
-    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
-    (graph,) = lowered.payloads()
-    assert any(s.kind == StepKind.REORDER and "offsets" in s.ints for s in graph.steps), "no slice in the payload"
-    outputs, trace = execute_traced(lowered.buffer, inputs)
-    with torch.no_grad():
-        problem = mismatch("slice", outputs, flatten_outputs(model(*inputs)), DEFAULT_TOLERANCE)
-    assert problem is None, f"{problem}\n{describe(trace)}"
+def test_a_slice_whose_bytes_are_contiguous_is_a_view(
+    fn: Callable[..., object], shapes: tuple[tuple[int, ...], ...], copies: int
+) -> None:
+    trace = run_traced("slice", Fn(fn), shapes, "offsets")
     reorders = [r for r in trace if r.primitive == "reorder"]
     assert len(reorders) == copies, describe(trace)
