@@ -12,8 +12,10 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
 from ._passes import compute_in_bf16, passes_for, plan_layouts, run_passes
-from .ops import lower_program
-from .serialization.payload import serialize
+from .ops import Unsupported, lower_program
+from .ops.context import Bound
+from .serialization.payload import Graph, serialize, symbols_of
+from .serialization.shapes import SymDim
 
 # Constants are aligned for oneDNN's vector loads when used in place.
 CONSTANT_ALIGNMENT = 64
@@ -40,15 +42,70 @@ def precision_of(compile_specs: list[CompileSpec]) -> str:
     return precision
 
 
+def lower_and_plan(
+    edge_program: ExportedProgram, compile_specs: list[CompileSpec], bound: Bound = "max", size_one: bool = True
+) -> Graph:
+    """The payload graph, dynamic sizes taken at `bound` (see LoweringContext)."""
+    dynamic_int8 = spec_value(compile_specs, DYNAMIC_INT8_SPEC) == "1"
+    graph = run_passes(lower_program(edge_program, bound, size_one), passes_for(dynamic_int8))
+    if precision_of(compile_specs) == "bf16":
+        graph = compute_in_bf16(graph)
+    return plan_layouts(graph)
+
+
+def specialization_mismatch(dynamic: Graph, at_min: Graph) -> str | None:
+    """How `dynamic`, its dims evaluated at every size's minimum, differs from `at_min` (the program
+    lowered there); None when it does not. Anything a rule or pass decided from a dynamic size
+    without carrying its expression shows up here."""
+    point = {symbol: low for symbol, (low, _) in symbols_of(dynamic).items()}
+    if len(dynamic.values) != len(at_min.values) or len(dynamic.steps) != len(at_min.steps):
+        return f"{len(at_min.steps)} steps at the minimum sizes, {len(dynamic.steps)} at the maximum"
+    if (dynamic.inputs, dynamic.outputs) != (at_min.inputs, at_min.outputs):
+        return "graph inputs or outputs differ"
+    for value_id, (value, low) in enumerate(zip(dynamic.values, at_min.values)):
+        dims = tuple(int(dim.expr.subs(point)) if isinstance(dim, SymDim) else dim for dim in value.dims)
+        if (dims, value.dtype, value.layout) != (low.dims, low.dtype, low.layout):
+            return f"value {value_id}: {dims} {value.dtype.name} expected, {low.dims} {low.dtype.name} lowered"
+    for index, (step, low) in enumerate(zip(dynamic.steps, at_min.steps)):
+        ints = {name: [int(v) for v in data] for name, data in step.ints.items()}
+        if (step.kind, step.inputs, step.outputs, ints, step.floats) != (
+            low.kind,
+            low.inputs,
+            low.outputs,
+            low.ints,
+            low.floats,
+        ):
+            return f"step {index} ({step.kind.name}) differs: an attribute or choice depends on a dynamic size"
+    for value_id, tensor in dynamic.constant_data.items():
+        if not torch.equal(tensor, at_min.constant_data[value_id]):
+            return f"constant value {value_id} depends on a dynamic size"
+    return None
+
+
+def lower_for_every_size(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> Graph:
+    """The payload graph; for a dynamic program, checked against the program lowered at the minimum
+    sizes, first with sizes exported as Dim(min=1) allowed to be 1, else from 2 as torch.export
+    traced them."""
+    graph = lower_and_plan(edge_program, compile_specs)
+    if not symbols_of(graph):
+        return graph
+    for size_one in (True, False):
+        if not size_one:
+            graph = lower_and_plan(edge_program, compile_specs, size_one=False)
+        try:
+            mismatch = specialization_mismatch(graph, lower_and_plan(edge_program, compile_specs, "min", size_one))
+        except Unsupported as error:
+            mismatch = str(error)
+        if mismatch is None:
+            return graph
+    raise Unsupported(f"the delegated graph cannot follow the program's dynamic sizes: {mismatch}")
+
+
 @final
 class OneDnnBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        dynamic_int8 = spec_value(compile_specs, DYNAMIC_INT8_SPEC) == "1"
-        graph = run_passes(lower_program(edge_program), passes_for(dynamic_int8))
-        if precision_of(compile_specs) == "bf16":
-            graph = compute_in_bf16(graph)
-        graph = plan_layouts(graph)
+        graph = lower_for_every_size(edge_program, compile_specs)
         store = NamedDataStore()
         external_tag = spec_value(compile_specs, EXTERNAL_WEIGHTS_SPEC)
         for value_id, tensor in graph.constant_data.items():

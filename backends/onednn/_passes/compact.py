@@ -24,6 +24,7 @@ def drop_unused(graph: Graph) -> Graph:
         ],
         inputs=[renumber[v] for v in graph.inputs],
         outputs=[renumber[v] for v in graph.outputs],
+        size_args=list(graph.size_args),
         constant_data={renumber[v]: t for v, t in graph.constant_data.items() if v in renumber},
     )
     for step in steps:

@@ -10,12 +10,12 @@ from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
 from .context import (
     SUPPORTED_DTYPES,
+    Bound,
     LoweringContext,
     Unsupported,
     aten_op,
     constant_evaluator,
     fake_tensor,
-    static_dims,
 )
 from .rules import KEEP_WHOLE, OP_RULES, OpRule
 
@@ -57,12 +57,17 @@ def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
     return None
 
 
-def lower_program(ep: ExportedProgram) -> Graph:
-    """Lower a delegated subgraph (every call_function node already claimed) to a payload Graph."""
-    ctx = LoweringContext(ep)
-    user_inputs = set(ep.graph_signature.user_inputs)
+def lower_program(ep: ExportedProgram, bound: Bound = "max", size_one: bool = True) -> Graph:
+    """Lower a delegated subgraph (every call_function node already claimed) to a payload Graph,
+    dynamic sizes taken at `bound` (see LoweringContext)."""
+    ctx = LoweringContext(ep, bound, size_one)
+    user_inputs = list(ep.graph_signature.user_inputs)
     for node in ep.graph.nodes:
-        if node.op == "placeholder" and node.name in user_inputs:
+        if node.op == "placeholder" and node.name in user_inputs and isinstance(node.meta.get("val"), torch.SymInt):
+            # A size computed outside (the delegate shares it with undelegated users): the runtime
+            # skips the argument and takes every size from the tensors.
+            ctx.graph.size_args.append(user_inputs.index(node.name))
+        elif node.op == "placeholder" and node.name in user_inputs:
             if fake_tensor(node).dtype not in SUPPORTED_DTYPES:
                 raise Unsupported(f"delegate input {node.name} has dtype {fake_tensor(node).dtype}")
             ctx.value(node)
@@ -83,7 +88,7 @@ def _output_value(ctx: LoweringContext, node: Node) -> int:
     """Graph outputs must be fresh values produced by a step; copy anything else."""
     graph = ctx.graph
     value_id = ctx.value(node)
-    dims = static_dims(node)
+    dims = ctx.dims_of(node)
     if graph.values[value_id].dims != dims:
         raise Unsupported(f"output {node.name} has dims {graph.values[value_id].dims}, expected {dims}")
     produced = any(value_id in step.outputs for step in graph.steps)

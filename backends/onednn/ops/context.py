@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
+import sympy
 import torch
 from executorch.exir.dialects.edge._ops import EdgeOpOverload
 from torch.export import ExportedProgram
 from torch.fx import Node
+from torch.utils._sympy.value_ranges import ValueRanges
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import MAX_RANK, NO_VALUE, TORCH_TO_DTYPE, DType, StepKind
+from ..serialization.shapes import Bounds, dim_of
+
+# Where lowering takes dynamic sizes (the payload records them at "max"; "min" checks the lowering).
+Bound = Literal["max", "min"]
 
 SUPPORTED_DTYPES = {torch.float32, torch.bfloat16}
 # Quantized activations (between a quantize and a dequantize) exist only inside the delegate.
@@ -43,20 +50,34 @@ def node_dtype(node: Node) -> DType:
     return TORCH_TO_DTYPE[dtype]
 
 
-def static_dims(node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> tuple[int, ...]:
-    tensor = fake_tensor(node)
-    dims = []
-    for size in tensor.shape:
-        if not isinstance(size, int):
-            raise Unsupported(f"{node.name} has a dynamic shape {tuple(tensor.shape)}")
-        dims.append(size)
-    if len(dims) > MAX_RANK:
-        raise Unsupported(f"{node.name} has rank {len(dims)} > {MAX_RANK}")
-    if 0 in dims:
-        raise Unsupported(f"{node.name} is an empty tensor")
-    if tensor.dtype not in dtypes:
-        raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
+def concrete_dims(
+    sizes: torch.Size, ranges: dict[sympy.Symbol, ValueRanges], bound: Bound, size_one: bool = False
+) -> tuple[int, ...]:
+    """Sizes at every dynamic size's maximum (or minimum) in `ranges`; SymDims where dynamic.
+
+    torch.export records a size exported with Dim(min=1) as ranging from 2 (it traces assuming
+    sizes other than 0 and 1); `size_one` takes such a range as starting at 1 again."""
+    dims: list[int] = []
+    for size in sizes:
+        if isinstance(size, int):
+            dims.append(size)
+            continue
+        expr = size.node.expr
+        bounds: Bounds = {}
+        for symbol in expr.free_symbols:
+            known = ranges.get(symbol) or size.node.shape_env.var_to_range[symbol]
+            if not isinstance(known.upper, sympy.Integer):  # torch's int_oo claims to be a finite integer
+                raise Unsupported(f"dynamic size {symbol} has no upper bound; export it with Dim(..., max=N)")
+            lower = 1 if size_one and int(known.lower) == 2 else int(known.lower)
+            bounds[symbol] = (lower, int(known.upper))
+        point = {symbol: bounds[symbol][1 if bound == "max" else 0] for symbol in bounds}
+        dims.append(dim_of(int(expr.subs(point)), expr, bounds))
     return tuple(dims)
+
+
+def same_sizes(a: torch.Size, b: torch.Size) -> bool:
+    """Equal sizes, dynamic ones compared by expression (no guard is added to the shape env)."""
+    return len(a) == len(b) and all(str(x) == str(y) for x, y in zip(a, b))
 
 
 def _is_quantize(node: Node) -> bool:
@@ -139,8 +160,12 @@ class LoweringContext:
     graph input; the partitioner checks a single node this way, preprocess a whole program.
     """
 
-    def __init__(self, ep: ExportedProgram) -> None:
+    def __init__(self, ep: ExportedProgram, bound: Bound = "max", size_one: bool = True) -> None:
         self.ep = ep
+        # Where dynamic sizes are taken (the runtime evaluates their expressions), and whether a size
+        # ranging from 2 may be 1 (see concrete_dims).
+        self.bound = bound
+        self.size_one = size_one
         self.constants = constant_evaluator(ep)
         self.graph = Graph()
         self.node_values: dict[Node, int] = {}
@@ -161,7 +186,7 @@ class LoweringContext:
             # An int8 input is only the result of a quantize the partition also takes (whose checks
             # ensure it), never a delegate input.
             dtypes = SUPPORTED_DTYPES | INT8_DTYPES if _is_quantize(node) else SUPPORTED_DTYPES
-            value_id = self.graph.add_value(node_dtype(node), static_dims(node, dtypes))
+            value_id = self.graph.add_value(node_dtype(node), self.dims_of(node, dtypes))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id
@@ -177,6 +202,18 @@ class LoweringContext:
     def constant(self, value_id: int) -> torch.Tensor | None:
         return self.graph.constant_data.get(value_id)
 
+    def dims_of(self, node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> tuple[int, ...]:
+        """The node's result dims, each dynamic one a SymDim taken at `self.bound`."""
+        tensor = fake_tensor(node)
+        dims = concrete_dims(tensor.shape, self.ep.range_constraints, self.bound, self.size_one)
+        if len(dims) > MAX_RANK:
+            raise Unsupported(f"{node.name} has rank {len(dims)} > {MAX_RANK}")
+        if 0 in dims:
+            raise Unsupported(f"{node.name} is an empty tensor")
+        if tensor.dtype not in dtypes:
+            raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
+        return dims
+
     def dims(self, value_id: int) -> tuple[int, ...]:
         return self.graph.values[value_id].dims
 
@@ -188,7 +225,7 @@ class LoweringContext:
 
     def output(self, node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
         """A fresh value for the node's (first) result."""
-        value_id = self.new_value(static_dims(node, dtypes), node_dtype(node))
+        value_id = self.new_value(self.dims_of(node, dtypes), node_dtype(node))
         self.node_values[node] = value_id
         return value_id
 

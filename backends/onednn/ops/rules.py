@@ -34,7 +34,7 @@ from .context import (
     aten_op,
     fake_tensor,
     node_dtype,
-    static_dims,
+    same_sizes,
 )
 
 aten = torch.ops.aten
@@ -210,7 +210,7 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
         if arg(node, 2, "alpha", 1) != 1:
             raise Unsupported("add/sub with alpha other than 1")
-        out_dims = static_dims(node)
+        out_dims = ctx.dims_of(node)
         lhs, rhs = node.args[0], node.args[1]
 
         def scalar(operand: object) -> float | None:
@@ -427,7 +427,7 @@ def emit_matmul(ctx: LoweringContext, node: Node, a: object, b: object, bias: ob
     else:
         va, vb = ctx.value(a), ctx.value(b)
     vbias = ctx.optional_value(bias)
-    out_dims = static_dims(node)
+    out_dims = ctx.dims_of(node)
     if len(ctx.dims(va)) < 2 or len(ctx.dims(vb)) < 2 or len(out_dims) < 2:
         raise Unsupported("matmul operands and result must have rank >= 2")
     if vbias is not None and len(ctx.dims(vbias)) > len(out_dims):
@@ -556,6 +556,16 @@ def lower_nothing(ctx: LoweringContext, node: Node) -> None:
 
 
 SAFE_SOFTMAX_GUARD = OpRule(lower_nothing, compute=False, users_ok=in_safe_softmax)
+# A dynamic program's size arithmetic (x.shape[0] * 3 for a view): the runtime takes every dim from
+# the node's own sizes, so it computes nothing; it is taken with its users so that the delegate
+# never receives a SymInt.
+def size_users_taken(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    if all(supported(user) for user in node.users):
+        return None
+    return f"{node.name}: a size an undelegated op needs (the delegate then receives it as an argument)"
+
+
+SIZE_ARITHMETIC = OpRule(lower_nothing, compute=False, users_ok=size_users_taken)
 
 
 # --- pooling and reductions -----------------------------------------------------------------------
@@ -563,7 +573,7 @@ def emit_pooling(
     ctx: LoweringContext, node: Node, alg: PoolingAlg, kernel: object, stride: object, padding: object, dilation: object
 ) -> None:
     src = ctx.value(node.args[0])
-    in_dims, out_dims = ctx.dims(src), static_dims(node)
+    in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
     if len(in_dims) != 4:
         raise Unsupported("2d pooling needs a 4d input")
     k = spatial(kernel, 2, "kernel_size")
@@ -606,7 +616,7 @@ def lower_avg_pool(ctx: LoweringContext, node: Node) -> None:
 
 
 def lower_adaptive_avg_pool(ctx: LoweringContext, node: Node) -> None:
-    in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), static_dims(node)
+    in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), ctx.dims_of(node)
     if len(in_dims) != 4 or any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):
         raise Unsupported("adaptive avg pool whose output does not divide the input")
     kernel = [i // o for i, o in zip(in_dims[2:], out_dims[2:])]
@@ -643,7 +653,7 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
 def layout_rule(permutation: Callable[[Node, int], list[int]] | None = None) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
         src = ctx.value(node.args[0])
-        out_dims = static_dims(node)
+        out_dims = ctx.dims_of(node)
         data = ctx.constant(src)
         perm = permutation(node, len(ctx.dims(src))) if permutation else None
         if data is not None:
@@ -669,13 +679,13 @@ def transpose_dims(node: Node, rank: int) -> list[int]:
 
 def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
     dim_order = node.kwargs.get("dim_order")
-    rank = len(static_dims(node))
+    rank = len(ctx.dims_of(node))
     if dim_order not in (None, list(range(rank))):
         raise Unsupported("copy that changes the dim order")
     data = ctx.constant_node_data(node.args[0])
     target = fake_tensor(node).dtype
     if data is not None and target in SUPPORTED_DTYPES:
-        ctx.fold(node, data.to(target).reshape(static_dims(node)))
+        ctx.fold(node, data.to(target).reshape(ctx.dims_of(node)))
         return
     src = ctx.value(node.args[0])
     if TORCH_TO_DTYPE.get(target) != ctx.dtype(src):
@@ -685,28 +695,62 @@ def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
     layout_rule().lower(ctx, node)
 
 
+# An expand read by other steps than binaries is materialized as copies of its source along the one
+# expanded dim (grouped-query attention's keys and values: 2-8 copies); more is not worth a delegate.
+MAX_EXPAND_COPIES = 64
+
+
+def expanded_axis(node: Node) -> int | None:
+    """The one dim `node` expands from 1 to a static count of at most MAX_EXPAND_COPIES, if that is all it does."""
+    source = node.args[0]
+    if not isinstance(source, Node):
+        return None
+    before, after = fake_tensor(source).shape, fake_tensor(node).shape
+    if len(before) != len(after):
+        return None
+    changed = [axis for axis, (a, b) in enumerate(zip(before, after)) if str(a) != str(b)]
+    if len(changed) != 1 or before[changed[0]] != 1:
+        return None
+    count = after[changed[0]]
+    return changed[0] if isinstance(count, int) and count <= MAX_EXPAND_COPIES else None
+
+
+def broadcast_by_users(node: Node) -> bool:
+    return all(aten_op(user.target) in BINARY for user in node.users)
+
+
+def expands_nothing(node: Node) -> bool:
+    source = node.args[0]
+    return isinstance(source, Node) and same_sizes(fake_tensor(source).shape, fake_tensor(node).shape)
+
+
 def lower_expand(ctx: LoweringContext, node: Node) -> None:
-    # The consuming binary step broadcasts the unexpanded operand itself.
     src = ctx.value(node.args[0])
     if ctx.constant(src) is not None:
-        ctx.fold(node, ctx.constant(src).expand(static_dims(node)).contiguous())  # type: ignore[union-attr]
+        ctx.fold(node, ctx.constant(src).expand(ctx.dims_of(node)).contiguous())  # type: ignore[union-attr]
+    elif expands_nothing(node) or broadcast_by_users(node):
+        ctx.alias(node, src)  # the consuming binary steps broadcast the unexpanded operand themselves
+    elif (axis := expanded_axis(node)) is not None:
+        copies = int(fake_tensor(node).shape[axis])
+        ctx.emit(StepKind.CONCAT, [src] * copies, [ctx.output(node)], {"axis": [axis]})
     else:
-        ctx.alias(node, src)
+        raise Unsupported("expand of more than one dim, or to a dynamic or large count, read by non-binary ops")
 
 
 def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None:
-    source = node.args[0]
-    if isinstance(source, Node) and tuple(fake_tensor(source).shape) == tuple(fake_tensor(node).shape):
-        return None  # expanding to the same shape changes nothing
-    if all(aten_op(u.target) in BINARY and supported(u) for u in node.users):
+    if expands_nothing(node):
         return None
-    return "expand is taken only when all its users are delegated binary ops that broadcast"
+    if broadcast_by_users(node) and all(supported(u) for u in node.users):
+        return None
+    if not broadcast_by_users(node) and expanded_axis(node) is not None:
+        return None
+    return "expand is taken only when all its users are delegated binary ops that broadcast, or as copies along one dim"
 
 
 # --- concat, pad, resampling ----------------------------------------------------------------------
 def lower_cat(ctx: LoweringContext, node: Node) -> None:
     sources = [ctx.value(x) for x in node.args[0]]  # type: ignore[union-attr]
-    out_dims = static_dims(node)
+    out_dims = ctx.dims_of(node)
     axis = normalize_dim(arg(node, 1, "dim", 0), len(out_dims))  # type: ignore[arg-type]
     if any(len(ctx.dims(s)) != len(out_dims) for s in sources):
         raise Unsupported("cat of tensors of different ranks")
@@ -728,7 +772,7 @@ def lower_constant_pad(ctx: LoweringContext, node: Node) -> None:
 def resampling_rule(alg: ResamplingAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
         src = ctx.value(node.args[0])
-        in_dims, out_dims = ctx.dims(src), static_dims(node)
+        in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
         if alg == ResamplingAlg.LINEAR and arg(node, 2, "align_corners", False):
             raise Unsupported("bilinear upsampling with align_corners=True")
         scales = arg(node, 3 if alg == ResamplingAlg.LINEAR else 2, "scale_factors")
@@ -776,7 +820,7 @@ def emit_slice(ctx: LoweringContext, src: int, dim: int, start: int, length: int
 
 def define_reshaped(ctx: LoweringContext, node: Node, value: int) -> None:
     """The node's result is `value` with the node's dims (free for plain activations)."""
-    out_dims = static_dims(node)
+    out_dims = ctx.dims_of(node)
     data = ctx.constant(value)
     if ctx.dims(value) == out_dims:
         ctx.alias(node, value)
@@ -865,6 +909,8 @@ OP_RULES: dict[object, OpRule] = {
     torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
     torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),
     operator.getitem: OpRule(lower_getitem, compute=False),
+    aten.sym_size.int: SIZE_ARITHMETIC,
+    **dict.fromkeys((operator.add, operator.sub, operator.mul, operator.floordiv), SIZE_ARITHMETIC),
     qd.quantize_per_tensor.default: OpRule(lower_quantize, users_ok=quantized_outputs_stay_inside),
     qd.dequantize_per_tensor.default: OpRule(lower_dequantize),
     qd.dequantize_per_channel.default: OpRule(lower_weight_dequantize, users_ok=every_user_taken),

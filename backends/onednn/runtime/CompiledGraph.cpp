@@ -100,7 +100,8 @@ void build_step_or_f32(const StepRecord& step, size_t index, GraphBuilder& build
 
 std::unique_ptr<CompiledGraph> CompiledGraph::build(
     const Payload& payload,
-    const runtime::NamedDataMap* named_data) {
+    const runtime::NamedDataMap* named_data,
+    SharedBlocks* shared) {
   std::unique_ptr<CompiledGraph> graph(new CompiledGraph());
   for (uint32_t id : payload.inputs) {
     graph->input_specs_.push_back(tensor_spec(payload.values[id]));
@@ -108,7 +109,7 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
   for (uint32_t id : payload.outputs) {
     graph->output_specs_.push_back(tensor_spec(payload.values[id]));
   }
-  GraphBuilder builder(payload, named_data, cpu_engine(), cpu_stream());
+  GraphBuilder builder(payload, named_data, cpu_engine(), cpu_stream(), shared);
   for (size_t index = 0; index < payload.steps.size(); ++index) {
     const StepRecord& step = payload.steps[index];
     try {

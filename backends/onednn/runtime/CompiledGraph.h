@@ -1,5 +1,5 @@
-// A delegate handle: every oneDNN object the subgraph needs, built once in init(), and execute(),
-// which binds the caller's tensors and runs the prepared steps in order.
+// Every oneDNN object a subgraph needs at one set of input sizes, built ahead of execute(), which
+// binds the caller's tensors and runs the prepared steps in order.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,31 @@ namespace executorch::backends::onednn {
 const dnnl::engine& cpu_engine();
 dnnl::stream& cpu_stream();
 
+// One constant converted into the layout a primitive wants: `source` is the constant's value id, or
+// -1 - i for the i-th conversion before it (a conversion of a converted constant).
+struct ConstantPacking {
+  int64_t source = 0;
+  dnnl::memory::desc source_desc;
+  dnnl::memory::desc wanted;
+  bool operator==(const ConstantPacking& other) const {
+    return source == other.source && source_desc == other.source_desc && wanted == other.wanted;
+  }
+};
+
+// What the compiled graphs of one program (one per set of input sizes) share: the arena, since only
+// one of them runs at a time, the packed weights of graphs that pack identically, and the program's
+// constants, loaded once (the named data map is only valid during init()).
+struct SharedBlocks {
+  std::vector<std::shared_ptr<runtime::FreeableBuffer>> constants; // by value id
+  std::shared_ptr<uint8_t> arena;
+  size_t arena_bytes = 0;
+  struct PackedWeights {
+    std::vector<ConstantPacking> packings;
+    std::weak_ptr<uint8_t> block; // expires with the last graph using it
+  };
+  std::vector<PackedWeights> packed_weights;
+};
+
 // What execute() requires of a graph input or output tensor.
 struct TensorSpec {
   std::vector<int32_t> sizes;
@@ -32,7 +57,8 @@ class CompiledGraph {
   // Builds every primitive and fetches every constant; throws InitError or dnnl::error.
   static std::unique_ptr<CompiledGraph> build(
       const Payload& payload,
-      const runtime::NamedDataMap* named_data);
+      const runtime::NamedDataMap* named_data,
+      SharedBlocks* shared = nullptr);
 
   // args: graph inputs then graph outputs. Never throws, never allocates.
   runtime::Error execute(runtime::Span<runtime::EValue*> args) noexcept;
@@ -76,8 +102,8 @@ class CompiledGraph {
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> program_constants_;
   std::vector<PreparedStep> steps_;
   std::vector<Binding> bindings_;
-  HostBlock arena_storage_;
-  HostBlock weights_storage_; // constants packed into the layouts their primitives chose
+  std::shared_ptr<uint8_t> arena_storage_;
+  std::shared_ptr<uint8_t> weights_storage_; // constants packed into the layouts their primitives chose
   size_t arena_bytes_ = 0;
 };
 

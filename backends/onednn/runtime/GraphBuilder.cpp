@@ -23,9 +23,11 @@ GraphBuilder::GraphBuilder(
     const Payload& payload,
     const runtime::NamedDataMap* named_data,
     const dnnl::engine& engine,
-    dnnl::stream& stream)
+    dnnl::stream& stream,
+    SharedBlocks* shared)
     : payload_(payload),
       named_data_(named_data),
+      shared_(shared),
       engine_(engine),
       stream_(stream),
       value_buffer_(payload.values.size(), kNoValue) {
@@ -83,7 +85,10 @@ BufferId GraphBuilder::buffer(uint32_t id) {
 // wants another layout, and then only into the packed weights (pack_constants). The program's bytes
 // are loaded when first read and released as soon as packing is done with them, so that init never
 // holds a model's weights twice; the compiled graph keeps them only for steps reading them as they are.
-std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id) const {
+std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id) {
+  if (shared_ != nullptr && id < shared_->constants.size() && shared_->constants[id]) {
+    return shared_->constants[id];
+  }
   const ValueRecord& record = value(id);
   ODNN_CHECK(
       named_data_ != nullptr,
@@ -98,6 +103,10 @@ std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id
       record.key.c_str(),
       static_cast<unsigned>(data.error()));
   auto bytes = std::make_shared<runtime::FreeableBuffer>(std::move(data.get()));
+  if (shared_ != nullptr) {
+    shared_->constants.resize(payload_.values.size());
+    shared_->constants[id] = bytes;
+  }
   const size_t expected =
       static_cast<size_t>(element_count(record.dims)) * memory::data_type_size(data_type(id));
   ODNN_CHECK(
@@ -349,22 +358,44 @@ size_t GraphBuilder::plan_arena() {
 }
 
 // Converts every constant a primitive wants in another layout, in the order they were asked for
-// (a conversion may read an earlier one's result), into one block.
+// (a conversion may read an earlier one's result), into one block; or takes the block of a graph
+// in `shared` that packed the same constants the same way.
 void GraphBuilder::pack_constants(CompiledGraph& graph) {
+  SharedBlocks* shared = shared_;
   size_t total = 0;
   std::vector<size_t> last_read(buffers_.size(), 0);
+  std::vector<ConstantPacking> packings;
+  std::vector<int64_t> packing_of(buffers_.size(), 0);
   for (size_t index = 0; index < conversions_.size(); ++index) {
-    Buffer& packed = buffers_[conversions_[index].result];
+    const Conversion& conversion = conversions_[index];
+    Buffer& packed = buffers_[conversion.result];
     if (packed.storage == Storage::Packed) {
       packed.offset = total;
       total += round_up(packed.desc.get_size());
-      last_read[root(conversions_[index].source)] = index;
+      const BufferId source_root = root(conversion.source);
+      last_read[source_root] = index;
+      const Buffer& source = buffers_[source_root];
+      const int64_t source_key = source.storage == Storage::Packed
+          ? packing_of[source_root]
+          : static_cast<int64_t>(source.owner_value);
+      packing_of[conversion.result] = -1 - static_cast<int64_t>(packings.size());
+      packings.push_back({source_key, buffers_[conversion.source].desc, packed.desc});
     }
   }
   if (total == 0) {
     return;
   }
-  graph.weights_storage_ = allocate_host_block(total);
+  if (shared != nullptr) {
+    for (const SharedBlocks::PackedWeights& existing : shared->packed_weights) {
+      if (existing.packings == packings) {
+        graph.weights_storage_ = existing.block.lock();
+        if (graph.weights_storage_) {
+          return;
+        }
+      }
+    }
+  }
+  graph.weights_storage_ = std::shared_ptr<uint8_t>(allocate_host_block(total));
   uint8_t* weights = graph.weights_storage_.get();
   for (size_t index = 0; index < conversions_.size(); ++index) {
     const Conversion& conversion = conversions_[index];
@@ -382,6 +413,13 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
     if (last_read[source_root] == index) {
       source.program_bytes.reset(); // loaded again by make_memory if a step reads it as it is
     }
+  }
+  if (shared != nullptr) {
+    auto& list = shared->packed_weights;
+    list.erase(
+        std::remove_if(list.begin(), list.end(), [](const auto& entry) { return entry.block.expired(); }),
+        list.end());
+    list.push_back({std::move(packings), graph.weights_storage_});
   }
 }
 
@@ -422,6 +460,7 @@ memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& gra
 }
 
 void GraphBuilder::finish(CompiledGraph& graph) {
+  SharedBlocks* shared = shared_;
   bind_graph_outputs();
   const size_t activations = plan_arena();
   size_t scratchpad = 0;
@@ -429,7 +468,15 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     scratchpad = std::max(scratchpad, round_up(step.scratchpad.get_size()));
   }
   graph.arena_bytes_ = activations + scratchpad;
-  graph.arena_storage_ = allocate_host_block(graph.arena_bytes_);
+  if (shared != nullptr && shared->arena && shared->arena_bytes >= graph.arena_bytes_) {
+    graph.arena_storage_ = shared->arena;
+  } else {
+    graph.arena_storage_ = std::shared_ptr<uint8_t>(allocate_host_block(graph.arena_bytes_));
+    if (shared != nullptr) {
+      shared->arena = graph.arena_storage_;
+      shared->arena_bytes = graph.arena_bytes_;
+    }
+  }
   uint8_t* arena = graph.arena_storage_.get();
   pack_constants(graph);
 

@@ -18,6 +18,7 @@
 namespace executorch::backends::onednn {
 
 class CompiledGraph;
+struct SharedBlocks;
 using BufferId = uint32_t;
 constexpr BufferId kNoBuffer = 0xFFFFFFFF;
 
@@ -49,11 +50,14 @@ using ArgList = std::vector<std::pair<int, BufferId>>;
 
 class GraphBuilder {
  public:
+  // With `shared`, constants are looked up there first and kept there once loaded, and finish()
+  // reuses its arena when large enough and packed weights packed the same way.
   GraphBuilder(
       const Payload& payload,
       const runtime::NamedDataMap* named_data,
       const dnnl::engine& engine,
-      dnnl::stream& stream);
+      dnnl::stream& stream,
+      SharedBlocks* shared = nullptr);
 
   const dnnl::engine& engine() const {
     return engine_;
@@ -201,11 +205,12 @@ class GraphBuilder {
   size_t plan_arena();
   void pack_constants(CompiledGraph& graph);
   memory make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph);
-  std::shared_ptr<runtime::FreeableBuffer> load_constant(uint32_t id) const;
+  std::shared_ptr<runtime::FreeableBuffer> load_constant(uint32_t id);
   void* program_bytes(BufferId root_id);
 
   const Payload& payload_;
   const runtime::NamedDataMap* named_data_;
+  SharedBlocks* shared_;
   const dnnl::engine& engine_;
   dnnl::stream& stream_;
   std::vector<Buffer> buffers_;

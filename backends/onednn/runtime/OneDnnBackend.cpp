@@ -9,7 +9,7 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
 
-#include "CompiledGraph.h"
+#include "DelegateGraph.h"
 #include "CpuIsa.h"
 #include "InitError.h"
 #include "Payload.h"
@@ -54,12 +54,11 @@ class OneDnnBackend final : public runtime::BackendInterface {
       ODNN_CHECK(processed != nullptr, "no payload");
       const Result<const void*> data = processed->data_safe();
       ODNN_CHECK(data.ok(), "payload is not addressable");
-      const Payload payload =
-          parse_payload(static_cast<const uint8_t*>(data.get()), processed->size());
+      Payload payload = parse_payload(static_cast<const uint8_t*>(data.get()), processed->size());
       // In the arena execute() uses: oneDNN sizes some kernels for the threads it sees here.
-      std::unique_ptr<CompiledGraph> graph;
+      std::unique_ptr<DelegateGraph> graph;
       run_in_thread_arena([&]() -> Error {
-        graph = CompiledGraph::build(payload, context.get_named_data_map());
+        graph = DelegateGraph::create(std::move(payload), context.get_named_data_map());
         return Error::Ok;
       });
       processed->Free();
@@ -89,11 +88,11 @@ class OneDnnBackend final : public runtime::BackendInterface {
       ET_LOG(Error, "OneDnnBackend: execute called with a null handle");
       return Error::InvalidArgument;
     }
-    return static_cast<CompiledGraph*>(handle)->execute(args);
+    return static_cast<DelegateGraph*>(handle)->execute(args);
   }
 
   void destroy(DelegateHandle* handle) const override {
-    delete static_cast<CompiledGraph*>(handle);
+    delete static_cast<DelegateGraph*>(handle);
   }
 
   // "num_threads" (int, 0: the default) and "max_isa" (string, CpuIsa.h). Every option is checked

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "DynamicShapes.h"
 #include "InitError.h"
 
 namespace executorch::backends::onednn {
@@ -233,6 +234,52 @@ void validate_signature(const StepRecord& step, uint32_t index) {
   }
 }
 
+// FORMAT.md's "Dynamic shapes" section; validate_dynamic_shapes() checks what it says.
+void read_dynamic_shapes(ByteReader& reader, Payload& payload) {
+  const uint32_t num_symbols = reader.u32("num_symbols");
+  ODNN_CHECK(
+      num_symbols >= 1 && num_symbols <= kMaxSymbols,
+      "%u dynamic sizes (a version 2 payload has 1 to %u)",
+      num_symbols,
+      kMaxSymbols);
+  for (uint32_t s = 0; s < num_symbols; ++s) {
+    SymbolBounds bounds;
+    bounds.min = reader.i64("symbol min");
+    bounds.max = reader.i64("symbol max");
+    payload.symbols.push_back(bounds);
+  }
+  const uint32_t num_dims = reader.u32("num_symbolic_dims");
+  reader.require_elements(num_dims, 12, "symbolic dims"); // value, dim, count
+  for (uint32_t i = 0; i < num_dims; ++i) {
+    SymbolicDim entry;
+    entry.value = reader.u32("symbolic dim value");
+    entry.dim = reader.u32("symbolic dim index");
+    const uint32_t count = reader.u32("symbolic dim code length");
+    ODNN_CHECK(
+        count >= 1 && count <= kMaxShapeCode,
+        "symbolic dim %u: code of %u entries (1 to %u)",
+        i,
+        count,
+        kMaxShapeCode);
+    for (uint32_t c = 0; c < count; ++c) {
+      entry.code.push_back(reader.i64("symbolic dim code"));
+    }
+    payload.symbolic_dims.push_back(std::move(entry));
+  }
+  const uint32_t num_size_args = reader.u32("num_size_args");
+  reader.require_elements(num_size_args, 4, "size arguments");
+  for (uint32_t i = 0; i < num_size_args; ++i) {
+    const uint32_t position = reader.u32("size argument");
+    ODNN_CHECK(
+        position < payload.inputs.size() + num_size_args &&
+            (payload.size_args.empty() || position > payload.size_args.back()),
+        "size argument %u: position %u is out of order or beyond the call's inputs",
+        i,
+        position);
+    payload.size_args.push_back(position);
+  }
+}
+
 // The rules of FORMAT.md: every value is a graph input, a constant or produced by exactly one step;
 // steps only read values available before them; graph outputs are produced by steps.
 void validate_graph(const Payload& payload) {
@@ -389,8 +436,12 @@ Payload parse_payload(const uint8_t* data, size_t size) {
   ODNN_CHECK(std::memcmp(data, kMagic, sizeof(kMagic)) == 0, "bad magic (expected \"ODNN\")");
   reader.u32("magic");
   const uint32_t version = reader.u32("version");
-  ODNN_CHECK(version == kVersion, "unsupported payload version %u (this runtime reads %u)", version,
-             kVersion);
+  ODNN_CHECK(
+      version == kVersion || version == kVersionDynamic,
+      "unsupported payload version %u (this runtime reads %u and %u)",
+      version,
+      kVersion,
+      kVersionDynamic);
   const uint64_t total_size = reader.u64("total_size");
   ODNN_CHECK(
       total_size == size,
@@ -413,9 +464,12 @@ Payload parse_payload(const uint8_t* data, size_t size) {
   for (uint32_t index = 0; index < num_steps; ++index) {
     payload.steps.push_back(read_step(reader, index, num_values));
   }
-  ODNN_CHECK(
-      reader.remaining() == 0, "%zu trailing bytes after the last step", reader.remaining());
+  if (version == kVersionDynamic) {
+    read_dynamic_shapes(reader, payload);
+  }
+  ODNN_CHECK(reader.remaining() == 0, "%zu trailing bytes after the payload", reader.remaining());
   validate_graph(payload);
+  validate_dynamic_shapes(payload);
   return payload;
 }
 

@@ -53,11 +53,30 @@ struct StepRecord {
   double float_scalar(std::string_view name) const;
 };
 
+// A dynamic size of the program (torch.export.Dim) and the range it was exported for.
+struct SymbolBounds {
+  int64_t min = 1;
+  int64_t max = 1;
+};
+
+// Dim `dim` of value `value` as a postfix expression over the symbols (ShapeOp codes).
+struct SymbolicDim {
+  uint32_t value = 0;
+  uint32_t dim = 0;
+  std::vector<int64_t> code;
+};
+
 struct Payload {
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
+  // Value dims are those at every symbol's max (the only dims of a static payload).
   std::vector<ValueRecord> values;
   std::vector<StepRecord> steps;
+  std::vector<SymbolBounds> symbols; // empty: every dim is static
+  std::vector<SymbolicDim> symbolic_dims;
+  // Positions among the delegate call's inputs of size (integer) arguments, which execute() skips:
+  // graph input i is the i-th of the other inputs.
+  std::vector<uint32_t> size_args;
 };
 
 // Number of elements of `dims`; throws when it is absurdly large (> 2^40).

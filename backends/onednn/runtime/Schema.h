@@ -8,7 +8,9 @@
 namespace executorch::backends::onednn {
 
 inline constexpr char kMagic[4] = {'O', 'D', 'N', 'N'};
+// Version 1: every dim is static. Version 2 adds the dynamic-shape section after the steps.
 inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersionDynamic = 2;
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxRank = 6;
@@ -22,6 +24,22 @@ inline constexpr uint8_t kNumDTypes = 6;
 // producing primitive picks on this CPU, or plain.
 enum class Layout : uint8_t { Native = 0, Plain = 1 };
 inline constexpr uint8_t kNumLayouts = 2;
+
+// Opcodes of a dim's expression over the dynamic sizes (postfix; CONST and SYMBOL take one operand).
+enum class ShapeOp : int64_t {
+  Const = 0,
+  Symbol = 1,
+  Add = 2,
+  Mul = 3,
+  FloorDiv = 4,
+  Mod = 5,
+  Max = 6,
+  Min = 7,
+};
+inline constexpr int64_t kNumShapeOps = 8;
+inline constexpr uint32_t kMaxSymbols = 16;
+inline constexpr uint32_t kMaxShapeCode = 64; // i64 entries per expression
+inline constexpr int64_t kMaxSymbolValue = 0x7FFFFFFF;
 
 enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };
 

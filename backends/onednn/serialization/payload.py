@@ -8,9 +8,22 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TypeVar
 
+import sympy
 import torch
 
-from .schema import HEADER_SIZE, MAGIC, MAX_RANK, NO_VALUE, VERSION, DType, Layout, StepKind
+from .schema import (
+    HEADER_SIZE,
+    MAGIC,
+    MAX_RANK,
+    MAX_SYMBOLS,
+    NO_VALUE,
+    VERSION,
+    VERSION_DYNAMIC,
+    DType,
+    Layout,
+    StepKind,
+)
+from .shapes import ShapeError, SymDim, decode, encode
 
 MAX_STRING = 1024
 MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
@@ -48,6 +61,8 @@ class Graph:
     steps: list[Step] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    # Positions among the delegate call's inputs of arguments that are sizes (SymInts), not tensors.
+    size_args: list[int] = field(default_factory=list)
     # Constant tensors by value id; preprocess moves them into the named data store.
     constant_data: dict[int, torch.Tensor] = field(default_factory=dict)
 
@@ -113,7 +128,50 @@ class _Writer:
         self.parts.append(data)
 
 
+def symbols_of(graph: Graph) -> dict[sympy.Symbol, tuple[int, int]]:
+    """The dynamic sizes the graph's dims depend on, by name, with their (min, max)."""
+    bounds: dict[sympy.Symbol, tuple[int, int]] = {}
+    for value in graph.values:
+        for dim in value.dims:
+            if isinstance(dim, SymDim):
+                bounds.update(dim.bounds)
+    return dict(sorted(bounds.items(), key=lambda item: item[0].name))
+
+
+def _write_dynamic_shapes(body: _Writer, graph: Graph, bounds: dict[sympy.Symbol, tuple[int, int]]) -> None:
+    if len(bounds) > MAX_SYMBOLS:
+        raise PayloadError(f"{len(bounds)} dynamic sizes exceed {MAX_SYMBOLS}")
+    symbols = list(bounds)
+    body.u32(len(symbols))
+    for low, high in bounds.values():
+        body.raw(struct.pack("<qq", low, high))
+    entries = [
+        (value_id, index, dim.expr)
+        for value_id, value in enumerate(graph.values)
+        for index, dim in enumerate(value.dims)
+        if isinstance(dim, SymDim)
+    ]
+    body.u32(len(entries))
+    for value_id, index, expr in entries:
+        try:
+            code = encode(expr, symbols)
+        except ShapeError as error:
+            raise PayloadError(str(error)) from None
+        body.raw(struct.pack("<III", value_id, index, len(code)))
+        body.raw(struct.pack(f"<{len(code)}q", *code))
+    body.u32s(graph.size_args)
+
+
+def _stored_dim(dim: int, upper: dict[sympy.Symbol, int]) -> int:
+    """The dim the payload records: a dynamic one at every size's maximum, as the runtime checks."""
+    return int(dim.expr.subs(upper)) if isinstance(dim, SymDim) else int(dim)
+
+
 def serialize(graph: Graph) -> bytes:
+    bounds = symbols_of(graph)
+    if graph.size_args and not bounds:
+        raise PayloadError("size arguments in a graph without dynamic dims")
+    upper = {symbol: high for symbol, (_, high) in bounds.items()}
     body = _Writer()
     body.raw(struct.pack(f"<{len(graph.inputs)}I", *graph.inputs))
     body.raw(struct.pack(f"<{len(graph.outputs)}I", *graph.outputs))
@@ -125,7 +183,7 @@ def serialize(graph: Graph) -> bytes:
         body.u8(int(value.layout))
         body.u8(0)
         body.u32(len(value.dims))
-        body.raw(struct.pack(f"<{len(value.dims)}q", *value.dims))
+        body.raw(struct.pack(f"<{len(value.dims)}q", *(_stored_dim(dim, upper) for dim in value.dims)))
         if value.constant_key is not None:
             body.string(value.constant_key)
     for step in graph.steps:
@@ -141,10 +199,12 @@ def serialize(graph: Graph) -> bytes:
                 body.u8(code)
                 body.u32(len(data))
                 body.raw(struct.pack(f"<{len(data)}{fmt}", *data))
+    if bounds:
+        _write_dynamic_shapes(body, graph, bounds)
     payload = b"".join(body.parts)
     header = MAGIC + struct.pack(
         "<IQIIII",
-        VERSION,
+        VERSION_DYNAMIC if bounds else VERSION,
         HEADER_SIZE + len(payload),
         len(graph.values),
         len(graph.steps),
@@ -193,6 +253,21 @@ def _enum(enum: type[E], code: int) -> E:
         raise PayloadError(f"unknown {enum.__name__} {code}") from None
 
 
+def _read_dynamic_shapes(reader: _Reader, graph: Graph) -> None:
+    """Dynamic dims come back as SymDims over symbols named s0, s1, ... at their maximum."""
+    (count,) = reader.take("<I")
+    symbols = [sympy.Symbol(f"s{index}", integer=True, positive=True) for index in range(count)]
+    bounds = {symbol: reader.take("<qq") for symbol in symbols}
+    (entries,) = reader.take("<I")
+    for _ in range(entries):
+        value_id, index, length = reader.take("<III")
+        expr = decode(list(reader.take(f"<{length}q")), symbols)
+        dims = list(graph.values[value_id].dims)
+        dims[index] = SymDim(dims[index], expr, {s: bounds[s] for s in expr.free_symbols})
+        graph.values[value_id].dims = tuple(dims)
+    graph.size_args = reader.u32s()
+
+
 def deserialize(data: bytes) -> Graph:
     """Parse a payload back into a Graph (without constant data); for tests and tooling."""
     reader = _Reader(data)
@@ -200,7 +275,7 @@ def deserialize(data: bytes) -> Graph:
     if magic != MAGIC:
         raise PayloadError(f"bad magic {magic!r}")
     version, total, n_values, n_steps, n_inputs, n_outputs = reader.take("<IQIIII")
-    if version != VERSION:
+    if version not in (VERSION, VERSION_DYNAMIC):
         raise PayloadError(f"unsupported payload version {version}")
     if total != len(data):
         raise PayloadError(f"payload says {total} bytes, got {len(data)}")
@@ -228,6 +303,8 @@ def deserialize(data: bytes) -> Graph:
             else:
                 raise PayloadError(f"attribute {name} has unknown type {code}")
         graph.steps.append(step)
+    if version == VERSION_DYNAMIC:
+        _read_dynamic_shapes(reader, graph)
     if reader.offset != len(data):
         raise PayloadError(f"{len(data) - reader.offset} trailing bytes")
     for value_id in graph.inputs + graph.outputs:

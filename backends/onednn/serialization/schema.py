@@ -6,6 +6,7 @@ import torch
 
 MAGIC = b"ODNN"
 VERSION = 1
+VERSION_DYNAMIC = 2  # version 1 plus the dynamic-shape section, written only when a dim is dynamic
 NO_VALUE = 0xFFFFFFFF
 MAX_RANK = 6
 HEADER_SIZE = 32
@@ -35,6 +36,23 @@ TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
     torch.int8: DType.S8,
     torch.uint8: DType.U8,
 }
+
+
+class ShapeOp(IntEnum):
+    """Postfix opcodes of a dynamic dim's expression; CONST and SYMBOL take one operand."""
+
+    CONST = 0
+    SYMBOL = 1
+    ADD = 2
+    MUL = 3
+    FLOORDIV = 4
+    MOD = 5
+    MAX = 6
+    MIN = 7
+
+
+MAX_SYMBOLS = 16
+MAX_SHAPE_CODE = 64
 
 
 class StepKind(IntEnum):

@@ -57,3 +57,16 @@ def test_where_outside_the_softmax_guard_stays_with_executorch() -> None:
     lowered = lower(WhereSelect(), (torch.randn(4, 5), torch.randn(4, 5)))
     assert "aten::where" in lowered.undelegated_compute, lowered.describe()
     assert any("fully-masked-row guard" in reason for reason in lowered.partitioner.rejections.values())
+
+
+class GroupedQueryAttention(nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def test_grouped_query_attention_is_one_delegate_call() -> None:
+    # 6 query heads share 2 key/value heads: the expanded keys and values are copies made inside.
+    q, k, v = torch.randn(1, 6, 5, 16), torch.randn(1, 2, 5, 16), torch.randn(1, 2, 5, 16)
+    outcome = run_and_compare("gqa_sdpa", GroupedQueryAttention(), (q, k, v))
+    outcome.assert_delegated(exactly_one=True, allow_layout=False)
+    outcome.assert_matches()

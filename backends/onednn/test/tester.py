@@ -184,6 +184,26 @@ def execute(buffer: bytes, inputs: Sequence[torch.Tensor], method_name: str = "f
     return in_worker(_execute_in_worker, buffer, list(inputs), method_name)  # type: ignore[return-value]
 
 
+def _execute_each_in_worker(buffer: bytes, input_sets: list[list[torch.Tensor]]) -> list[list[torch.Tensor] | str]:
+    import executorch.backends.onednn  # noqa: F401  (registers OneDnnBackend in this process)
+    from executorch.runtime import Runtime
+
+    program = Runtime.get().load_program(buffer)
+    method = program.load_method("forward")
+    results: list[list[torch.Tensor] | str] = []
+    for inputs in input_sets:
+        try:
+            results.append([o.clone() for o in method.execute(inputs)])
+        except RuntimeError as error:
+            results.append(str(error))
+    return results
+
+
+def execute_each(buffer: bytes, input_sets: Sequence[Sequence[torch.Tensor]]) -> list[list[torch.Tensor] | str]:
+    """Runs one loaded method on each set of inputs in turn: outputs, or the error's message."""
+    return in_worker(_execute_each_in_worker, buffer, [list(inputs) for inputs in input_sets])  # type: ignore[return-value]
+
+
 def shutdown_worker() -> None:
     global _pool
     if _pool is not None:
@@ -279,6 +299,7 @@ __all__ = [
     "RuntimeCrashed",
     "classify",
     "execute",
+    "execute_each",
     "flatten_outputs",
     "in_worker",
     "lower",

@@ -115,6 +115,26 @@ std::vector<uint8_t> PayloadBuilder::build() const {
       }
     }
   }
+  if (version == 2) {
+    w.u32(static_cast<uint32_t>(symbols_.size()));
+    for (const auto& [min, max] : symbols_) {
+      w.i64(min);
+      w.i64(max);
+    }
+    w.u32(static_cast<uint32_t>(symbolic_dims_.size()));
+    for (const SymbolicDim& entry : symbolic_dims_) {
+      w.u32(entry.value);
+      w.u32(entry.dim);
+      w.u32(static_cast<uint32_t>(entry.code.size()));
+      for (int64_t c : entry.code) {
+        w.i64(c);
+      }
+    }
+    w.u32(static_cast<uint32_t>(size_args.size()));
+    for (uint32_t position : size_args) {
+      w.u32(position);
+    }
+  }
   const uint64_t total = w.bytes.size();
   for (int i = 0; i < 8; ++i) {
     w.bytes[8 + i] = static_cast<uint8_t>(total >> (8 * i));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../runtime/Schema.h"
@@ -42,9 +43,20 @@ class PayloadBuilder {
       std::vector<uint32_t> outputs,
       std::vector<Attr> attrs = {});
 
+  // A dynamic size (version 2): its range; returns its index.
+  uint32_t symbol(int64_t min, int64_t max) {
+    symbols_.push_back({min, max});
+    return static_cast<uint32_t>(symbols_.size() - 1);
+  }
+  // Dim `dim` of value `id` as ShapeOp code (any code, valid or not).
+  void symbolic_dim(uint32_t id, uint32_t dim, std::vector<int64_t> code) {
+    symbolic_dims_.push_back({id, dim, std::move(code)});
+  }
+
   std::vector<uint8_t> build() const;
 
-  uint32_t version = 1;
+  uint32_t version = 1; // the dynamic-shape section is written when it is 2
+  std::vector<uint32_t> size_args; // version 2: positions of integer arguments among the inputs
 
  private:
   struct Value {
@@ -61,6 +73,12 @@ class PayloadBuilder {
   std::vector<uint32_t> inputs_, outputs_;
   std::vector<Value> values_;
   std::vector<Step> steps_;
+  struct SymbolicDim {
+    uint32_t value, dim;
+    std::vector<int64_t> code;
+  };
+  std::vector<std::pair<int64_t, int64_t>> symbols_;
+  std::vector<SymbolicDim> symbolic_dims_;
 };
 
 } // namespace onednn_test

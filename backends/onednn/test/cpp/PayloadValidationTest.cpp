@@ -65,7 +65,7 @@ TEST(PayloadValidation, BadMagicIsRejected) {
 
 TEST(PayloadValidation, UnknownVersionIsRejected) {
   Model model = valid_model();
-  model.payload.version = 2;
+  model.payload.version = 3;
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
 

@@ -1,0 +1,160 @@
+#include "DelegateGraph.h"
+
+#include <algorithm>
+#include <new>
+
+#include <executorch/runtime/platform/log.h>
+
+#include "DynamicShapes.h"
+#include "InitError.h"
+#include "Threading.h"
+
+namespace executorch::backends::onednn {
+
+using runtime::Error;
+
+std::unique_ptr<DelegateGraph> DelegateGraph::create(
+    Payload payload,
+    const runtime::NamedDataMap* named_data) {
+  std::unique_ptr<DelegateGraph> handle(new DelegateGraph());
+  if (payload.symbols.empty()) {
+    handle->entries_.push_back({Sizes{}, CompiledGraph::build(payload, named_data), 0});
+    return handle;
+  }
+  handle->payload_ = std::move(payload);
+  handle->tensor_args_.reserve(handle->payload_.inputs.size() + handle->payload_.outputs.size());
+  Sizes upper{};
+  for (size_t s = 0; s < handle->payload_.symbols.size(); ++s) {
+    upper[s] = handle->payload_.symbols[s].max;
+  }
+  // Loads every constant a step reads into shared_, where later sizes find them.
+  handle->entries_.push_back({upper, handle->build(upper, named_data), 0});
+  return handle;
+}
+
+std::unique_ptr<CompiledGraph> DelegateGraph::build(const Sizes& sizes, const runtime::NamedDataMap* named_data) {
+  const std::vector<int64_t> values(sizes.begin(), sizes.begin() + payload_.symbols.size());
+  return CompiledGraph::build(specialize(payload_, values), named_data, &shared_);
+}
+
+// Each dynamic size is the size of some graph input's dim (the payload parser checks it); the first
+// such dim gives it, and the compiled graph then checks every input against the sizes it implies.
+Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept {
+  std::array<bool, kMaxSymbols> known{};
+  for (const SymbolicDim& entry : payload_.symbolic_dims) {
+    const int64_t symbol = bare_symbol(entry.code);
+    const auto position = std::find(payload_.inputs.begin(), payload_.inputs.end(), entry.value);
+    if (symbol < 0 || known[symbol] || position == payload_.inputs.end()) {
+      continue;
+    }
+    const auto index = static_cast<size_t>(position - payload_.inputs.begin());
+    const size_t rank = payload_.values[entry.value].dims.size();
+    if (index >= args.size() || args[index] == nullptr || !args[index]->isTensor() ||
+        static_cast<size_t>(args[index]->toTensor().dim()) != rank) {
+      ET_LOG(Error, "OneDnnBackend: input %zu is not a tensor of rank %zu", index, rank);
+      return Error::InvalidArgument;
+    }
+    const int64_t size = args[index]->toTensor().size(static_cast<int>(entry.dim));
+    const SymbolBounds& bounds = payload_.symbols[symbol];
+    if (size < bounds.min || size > bounds.max) {
+      ET_LOG(
+          Error,
+          "OneDnnBackend: input %zu dim %u is %lld, outside the range [%lld, %lld] the program was "
+          "exported for",
+          index,
+          entry.dim,
+          static_cast<long long>(size),
+          static_cast<long long>(bounds.min),
+          static_cast<long long>(bounds.max));
+      return Error::InvalidArgument;
+    }
+    sizes[symbol] = size;
+    known[symbol] = true;
+  }
+  return Error::Ok;
+}
+
+Error DelegateGraph::compile(const Sizes& sizes, CompiledGraph*& graph) noexcept {
+  for (Entry& entry : entries_) {
+    if (entry.sizes == sizes) {
+      entry.last_use = ++clock_;
+      graph = entry.graph.get();
+      return Error::Ok;
+    }
+  }
+  try {
+    std::unique_ptr<CompiledGraph> built;
+    run_in_thread_arena([&]() -> Error {
+      built = build(sizes, nullptr);
+      return Error::Ok;
+    });
+    if (entries_.size() >= kMaxCachedShapes) {
+      const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+        return a.last_use < b.last_use;
+      });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({sizes, std::move(built), ++clock_});
+    graph = entries_.back().graph.get();
+    return Error::Ok;
+  } catch (const InitError& error) {
+    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: %s", error.what());
+    return error.code();
+  } catch (const dnnl::error& error) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: compiling for these input sizes failed in oneDNN: %s (status %d)",
+        error.what(),
+        static_cast<int>(error.status));
+    return error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal;
+  } catch (const std::bad_alloc&) {
+    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: out of memory");
+    return Error::MemoryAllocationFailed;
+  } catch (const std::exception& error) {
+    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: %s", error.what());
+    return Error::Internal;
+  }
+}
+
+// Drops the size arguments (checked to be integers) from `args`, into tensor_args_ (no allocation:
+// reserved in create()).
+Error DelegateGraph::skip_size_args(runtime::Span<runtime::EValue*>& args) noexcept {
+  const size_t expected = payload_.inputs.size() + payload_.size_args.size() + payload_.outputs.size();
+  if (payload_.size_args.empty() || args.size() != expected) {
+    return Error::Ok; // CompiledGraph::execute() reports a wrong count
+  }
+  tensor_args_.clear();
+  size_t next = 0;
+  for (size_t index = 0; index < args.size(); ++index) {
+    if (next < payload_.size_args.size() && payload_.size_args[next] == index) {
+      ++next;
+      if (args[index] == nullptr || !args[index]->isInt()) {
+        ET_LOG(Error, "OneDnnBackend: argument %zu should be a size (an integer)", index);
+        return Error::InvalidArgument;
+      }
+      continue;
+    }
+    tensor_args_.push_back(args[index]);
+  }
+  args = runtime::Span<runtime::EValue*>(tensor_args_.data(), tensor_args_.size());
+  return Error::Ok;
+}
+
+Error DelegateGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
+  if (payload_.symbols.empty()) {
+    return entries_.front().graph->execute(args);
+  }
+  Error error = skip_size_args(args);
+  if (error != Error::Ok) {
+    return error;
+  }
+  Sizes sizes{};
+  error = read_sizes(args, sizes);
+  CompiledGraph* graph = nullptr;
+  if (error == Error::Ok) {
+    error = compile(sizes, graph);
+  }
+  return error == Error::Ok ? graph->execute(args) : error;
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,215 @@
+// Version 2 payloads: dims given as expressions over dynamic sizes. execute() compiles each set of
+// sizes it meets (within the exported ranges) and refuses sizes outside them; init() refuses any
+// malformed expression.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "BackendHarness.h"
+
+namespace onednn_test {
+namespace {
+
+using Op = executorch::backends::onednn::ShapeOp;
+using executorch::runtime::TensorShapeDynamism;
+
+int64_t op(Op code) {
+  return static_cast<int64_t>(code);
+}
+
+constexpr int64_t kMin = 2;
+constexpr int64_t kMax = 12;
+constexpr int64_t kWidth = 4;
+
+// x [s, 4] + bias [4] -> relu -> reshape [2s, 2]: a constant, a broadcast, and a dim that is an
+// expression of s, all stored at s = kMax.
+Model dynamic_model(std::vector<float>& bias) {
+  Model model;
+  model.payload.version = 2;
+  const uint32_t s = model.payload.symbol(kMin, kMax);
+  bias = random_values(kWidth, 3);
+  const uint32_t x = model.input({kMax, kWidth});
+  const uint32_t b = model.constant({kWidth}, bias);
+  const uint32_t sum = model.value({kMax, kWidth});
+  const uint32_t relu = model.value({kMax, kWidth});
+  const uint32_t out = model.value({2 * kMax, 2});
+  model.payload.step(Kind::Binary, {x, b}, {sum}, {ints("alg", {0})});
+  model.payload.step(Kind::Eltwise, {sum}, {relu},
+                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Reshape, {relu}, {out});
+  model.output(out, {2 * kMax, 2});
+  const std::vector<int64_t> bare = {op(Op::Symbol), s};
+  for (uint32_t id : {x, sum, relu}) {
+    model.payload.symbolic_dim(id, 0, bare);
+  }
+  model.payload.symbolic_dim(out, 0, {op(Op::Const), 2, op(Op::Symbol), s, op(Op::Mul)});
+  return model;
+}
+
+class DynamicShapes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dynamic_model(bias_);
+    Result<DelegateHandle*> handle = harness_.init(model_.payload.build(), &model_.data);
+    ASSERT_EQ(handle.error(), Error::Ok);
+    handle_ = handle.get();
+  }
+  void TearDown() override {
+    if (handle_ != nullptr) {
+      harness_.destroy(handle_);
+    }
+  }
+
+  // Runs at `rows` rows; the output tensor is bounded by the maximum, as ExecuTorch plans it.
+  Error run(int32_t rows, std::vector<float>& result, std::vector<int32_t>* sizes = nullptr) {
+    HostTensor input({rows, kWidth}, random_values(static_cast<size_t>(rows) * kWidth, rows));
+    HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
+                      TensorShapeDynamism::DYNAMIC_BOUND);
+    const Error error = harness_.execute(handle_, {&input, &output});
+    if (error == Error::Ok) {
+      std::vector<float> expected(input.data().size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        expected[i] = std::max(0.0f, input.data()[i] + bias_[i % kWidth]);
+      }
+      result.assign(output.data().begin(), output.data().begin() + expected.size());
+      expect_close(result, expected, "rows " + std::to_string(rows));
+      if (sizes != nullptr) {
+        *sizes = output.sizes();
+      }
+    }
+    return error;
+  }
+
+  Harness harness_;
+  Model model_;
+  std::vector<float> bias_;
+  DelegateHandle* handle_ = nullptr;
+};
+
+TEST_F(DynamicShapes, RunsAtEverySizeWithinTheRangeAndResizesTheOutput) {
+  std::vector<float> result;
+  for (int32_t rows : {static_cast<int32_t>(kMax), static_cast<int32_t>(kMin), 5, 12, 5, 7}) {
+    std::vector<int32_t> sizes;
+    ASSERT_EQ(run(rows, result, &sizes), Error::Ok) << rows << " rows";
+    EXPECT_EQ(sizes, (std::vector<int32_t>{2 * rows, 2}));
+  }
+}
+
+TEST_F(DynamicShapes, MoreSizesThanTheCacheHoldsStayCorrect) {
+  std::vector<float> result;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int32_t rows = kMin; rows <= kMax; ++rows) {
+      ASSERT_EQ(run(rows, result), Error::Ok) << rows << " rows, pass " << pass;
+    }
+  }
+}
+
+TEST_F(DynamicShapes, SizesOutsideTheRangeAreRefused) {
+  std::vector<float> result;
+  EXPECT_EQ(run(static_cast<int32_t>(kMax) + 1, result), Error::InvalidArgument);
+  EXPECT_EQ(run(static_cast<int32_t>(kMin) - 1, result), Error::InvalidArgument);
+  ASSERT_EQ(run(3, result), Error::Ok); // a refusal leaves the handle usable
+}
+
+TEST_F(DynamicShapes, WrongRankIsRefused) {
+  HostTensor input({3, 2, 2}, random_values(12, 1));
+  HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
+                    TensorShapeDynamism::DYNAMIC_BOUND);
+  EXPECT_EQ(harness_.execute(handle_, {&input, &output}), Error::InvalidArgument);
+}
+
+TEST(DynamicShapesSizeArguments, IntegerArgumentsAreSkipped) {
+  std::vector<float> bias;
+  Model model = dynamic_model(bias);
+  model.payload.size_args = {0}; // the call passes (rows, x, out)
+  Harness harness;
+  Result<DelegateHandle*> handle = harness.init(model.payload.build(), &model.data);
+  ASSERT_EQ(handle.error(), Error::Ok);
+  HostTensor input({3, kWidth}, random_values(3 * kWidth, 5));
+  HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
+                    TensorShapeDynamism::DYNAMIC_BOUND);
+  executorch::runtime::EValue rows(static_cast<int64_t>(3));
+  std::vector<executorch::runtime::EValue*> args = {&rows, input.evalue(), output.evalue()};
+  executorch::runtime::BackendExecutionContext context;
+  const auto execute = [&]() {
+    return harness.backend()->execute(
+        context, handle.get(), executorch::runtime::Span<executorch::runtime::EValue*>(args.data(), args.size()));
+  };
+  ASSERT_EQ(execute(), Error::Ok);
+  std::vector<float> expected(3 * kWidth);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = std::max(0.0f, input.data()[i] + bias[i % kWidth]);
+  }
+  expect_close(std::vector<float>(output.data().begin(), output.data().begin() + expected.size()), expected, "rows");
+  args[0] = input.evalue(); // a tensor where the size belongs
+  EXPECT_EQ(execute(), Error::InvalidArgument);
+  harness.destroy(handle.get());
+}
+
+// init() of `model` after `edit` changes its dynamic-shape section.
+Error init_with(void (*edit)(Model&)) {
+  std::vector<float> bias;
+  Model model = dynamic_model(bias);
+  edit(model);
+  Harness harness;
+  Result<DelegateHandle*> handle = harness.init(model.payload.build(), &model.data);
+  if (handle.ok()) {
+    harness.destroy(handle.get());
+    return Error::Ok;
+  }
+  return handle.error();
+}
+
+TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
+  struct Case {
+    const char* what;
+    void (*edit)(Model&);
+  };
+  const Case cases[] = {
+      {"unknown opcode", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 2, 99}); }},
+      {"stack underflow", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 2, op(Op::Add)}); }},
+      {"operand missing", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Symbol)}); }},
+      {"unknown symbol", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Symbol), 7}); }},
+      {"two results", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 2, op(Op::Const), 2}); }},
+      {"stored dim differs", [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 3}); }},
+      {"dim out of rank", [](Model& m) { m.payload.symbolic_dim(4, 2, {op(Op::Const), 2}); }},
+      {"unknown value", [](Model& m) { m.payload.symbolic_dim(99, 0, {op(Op::Const), 2}); }},
+      {"described twice", [](Model& m) { m.payload.symbolic_dim(0, 0, {op(Op::Symbol), 0}); }},
+      {"constant's dim", [](Model& m) { m.payload.symbolic_dim(1, 0, {op(Op::Const), 4}); }},
+      {"division by zero",
+       [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 2, op(Op::Const), 0, op(Op::FloorDiv)}); }},
+      {"overflow",
+       [](Model& m) {
+         m.payload.symbolic_dim(4, 1, {op(Op::Const), INT64_MAX, op(Op::Const), 2, op(Op::Mul)});
+       }},
+      {"size not given by an input", [](Model& m) { m.payload.symbol(1, 4); }},
+      {"empty range",
+       [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(5, 4)}); }},
+      {"size argument beyond the inputs", [](Model& m) { m.payload.size_args = {2}; }},
+      {"size arguments out of order", [](Model& m) { m.payload.size_args = {1, 0}; }},
+      {"minimum below 1",
+       [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(0, 4)}); }},
+  };
+  EXPECT_EQ(init_with([](Model&) {}), Error::Ok);
+  EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }),
+            Error::Ok);
+  for (const Case& c : cases) {
+    EXPECT_EQ(init_with(c.edit), Error::InvalidProgram) << c.what;
+  }
+}
+
+TEST(DynamicShapesValidation, FloorDivisionAndModuloFollowPython) {
+  // Stored dim 1 of value 4 (the output, [2s, 2]) written as (-7 // 2) + (-7 % 2) + 5 = -4 + 1 + 5.
+  const Error error = init_with([](Model& m) {
+    m.payload.symbolic_dim(4, 1, {op(Op::Const), -7, op(Op::Const), 2, op(Op::FloorDiv), op(Op::Const), -7,
+                                  op(Op::Const), 2, op(Op::Mod), op(Op::Add), op(Op::Const), 5, op(Op::Add)});
+  });
+  EXPECT_EQ(error, Error::Ok);
+}
+
+} // namespace
+} // namespace onednn_test
