@@ -15,7 +15,7 @@ from ._passes import compute_in_bf16, passes_for, plan_layouts, run_passes
 from .ops import Unsupported, lower_program
 from .ops.context import Bound
 from .serialization.payload import Graph, serialize, symbols_of
-from .serialization.shapes import SymDim
+from .serialization.shapes import at_point
 
 # Constants are aligned for oneDNN's vector loads when used in place.
 CONSTANT_ALIGNMENT = 64
@@ -63,11 +63,11 @@ def specialization_mismatch(dynamic: Graph, at_min: Graph) -> str | None:
     if (dynamic.inputs, dynamic.outputs) != (at_min.inputs, at_min.outputs):
         return "graph inputs or outputs differ"
     for value_id, (value, low) in enumerate(zip(dynamic.values, at_min.values)):
-        dims = tuple(int(dim.expr.subs(point)) if isinstance(dim, SymDim) else dim for dim in value.dims)
+        dims = tuple(at_point(dim, point) for dim in value.dims)
         if (dims, value.dtype, value.layout) != (low.dims, low.dtype, low.layout):
             return f"value {value_id}: {dims} {value.dtype.name} expected, {low.dims} {low.dtype.name} lowered"
     for index, (step, low) in enumerate(zip(dynamic.steps, at_min.steps)):
-        ints = {name: [int(v) for v in data] for name, data in step.ints.items()}
+        ints = {name: [at_point(v, point) for v in data] for name, data in step.ints.items()}
         if (step.kind, step.inputs, step.outputs, ints, step.floats) != (
             low.kind,
             low.inputs,

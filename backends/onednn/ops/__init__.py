@@ -52,9 +52,19 @@ def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
             return reason
     try:
         rule.lower(LoweringContext(ep), node)
+        if _is_dynamic(node):  # the payload must hold at every size: try the smallest too
+            rule.lower(LoweringContext(ep, bound="min"), node)
     except Unsupported as error:
         return str(error)
     return None
+
+
+def _is_dynamic(node: Node) -> bool:
+    def dynamic(value: object) -> bool:
+        values = value if isinstance(value, (tuple, list)) else [value]
+        return any(isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape) for v in values)
+
+    return dynamic(node.meta.get("val")) or any(dynamic(arg.meta.get("val")) for arg in node.all_input_nodes)
 
 
 def lower_program(ep: ExportedProgram, bound: Bound = "max", size_one: bool = True) -> Graph:

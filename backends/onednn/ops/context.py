@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Literal
 
 import sympy
@@ -51,7 +52,7 @@ def node_dtype(node: Node) -> DType:
 
 
 def concrete_dims(
-    sizes: torch.Size, ranges: dict[sympy.Symbol, ValueRanges], bound: Bound, size_one: bool = False
+    sizes: Sequence[int | torch.SymInt], ranges: dict[sympy.Symbol, ValueRanges], bound: Bound, size_one: bool = False
 ) -> tuple[int, ...]:
     """Sizes at every dynamic size's maximum (or minimum) in `ranges`; SymDims where dynamic.
 
@@ -213,6 +214,17 @@ class LoweringContext:
         if tensor.dtype not in dtypes:
             raise Unsupported(f"{node.name} has dtype {tensor.dtype}")
         return dims
+
+    def size(self, value: object) -> int | None:
+        """An int argument, or a size computed from dynamic sizes (a SymInt node) as a SymDim."""
+        if value is None or isinstance(value, int):
+            return value
+        if isinstance(value, Node) and isinstance(value.meta.get("val"), torch.SymInt):
+            (size,) = concrete_dims(
+                torch.Size([value.meta["val"]]), self.ep.range_constraints, self.bound, self.size_one
+            )
+            return size
+        raise Unsupported(f"expected a size, got {value!r}")
 
     def dims(self, value_id: int) -> tuple[int, ...]:
         return self.graph.values[value_id].dims

@@ -27,6 +27,7 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
+from ..serialization.shapes import SymDim, largest, same, smallest
 from .context import (
     SUPPORTED_DTYPES,
     LoweringContext,
@@ -556,6 +557,8 @@ def lower_nothing(ctx: LoweringContext, node: Node) -> None:
 
 
 SAFE_SOFTMAX_GUARD = OpRule(lower_nothing, compute=False, users_ok=in_safe_softmax)
+
+
 # A dynamic program's size arithmetic (x.shape[0] * 3 for a view): the runtime takes every dim from
 # the node's own sizes, so it computes nothing; it is taken with its users so that the delegate
 # never receives a SymInt.
@@ -806,7 +809,7 @@ def lower_getitem(ctx: LoweringContext, node: Node) -> None:
 # --- slicing: a reorder reading a block of the source ---------------------------------------------
 def emit_slice(ctx: LoweringContext, src: int, dim: int, start: int, length: int) -> int:
     dims = list(ctx.dims(src))
-    if start == 0 and length == dims[dim]:
+    if same(start, 0) and same(length, dims[dim]):
         return src
     offsets = [0] * len(dims)
     offsets[dim], dims[dim] = start, length
@@ -837,18 +840,25 @@ def lower_select(ctx: LoweringContext, node: Node) -> None:
     index = node.args[2]
     if not isinstance(index, int) or not -dims[dim] <= index < dims[dim]:
         raise Unsupported(f"select index {index!r}")
-    define_reshaped(ctx, node, emit_slice(ctx, src, dim, index % dims[dim], 1))
+    define_reshaped(ctx, node, emit_slice(ctx, src, dim, index + dims[dim] if index < 0 else index, 1))
 
 
 def lower_slice(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     dims = ctx.dims(src)
     dim = normalize_dim(arg(node, 1, "dim", 0), len(dims))  # type: ignore[arg-type]
-    start, end, step = arg(node, 2, "start"), arg(node, 3, "end"), arg(node, 4, "step", 1)
-    if step != 1 or not all(isinstance(v, int) or v is None for v in (start, end)):
-        raise Unsupported("slice with a step or symbolic bounds")
-    begin = 0 if start is None else min(max(start + dims[dim] if start < 0 else start, 0), dims[dim])  # type: ignore[operator]
-    stop = dims[dim] if end is None else min(max(end + dims[dim] if end < 0 else end, 0), dims[dim])  # type: ignore[operator]
+    if arg(node, 4, "step", 1) != 1:
+        raise Unsupported("slice with a step")
+    start, end = (ctx.size(arg(node, 2, "start")), ctx.size(arg(node, 3, "end")))
+
+    def clamp(bound: int | None, default: int) -> int:  # Python's slice rules, at every size
+        # A static bound past the dim at its largest is past it at every size.
+        if bound is None or (not isinstance(bound, SymDim) and bound >= dims[dim] and default != 0):
+            return default
+        return smallest(largest(bound + dims[dim] if bound < 0 else bound, 0), dims[dim])
+
+    begin = clamp(start, 0)
+    stop = largest(clamp(end, dims[dim]), begin)
     define_reshaped(ctx, node, emit_slice(ctx, src, dim, begin, stop - begin))
 
 

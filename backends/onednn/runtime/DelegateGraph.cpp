@@ -1,7 +1,6 @@
 #include "DelegateGraph.h"
 
 #include <algorithm>
-#include <new>
 
 #include <executorch/runtime/platform/log.h>
 
@@ -17,6 +16,7 @@ std::unique_ptr<DelegateGraph> DelegateGraph::create(
     Payload payload,
     const runtime::NamedDataMap* named_data) {
   std::unique_ptr<DelegateGraph> handle(new DelegateGraph());
+  handle->entries_.reserve(kMaxCachedShapes); // compile() then never reallocates (it must not throw)
   if (payload.symbols.empty()) {
     handle->entries_.push_back({Sizes{}, CompiledGraph::build(payload, named_data), 0});
     return handle;
@@ -37,12 +37,13 @@ std::unique_ptr<CompiledGraph> DelegateGraph::build(const Sizes& sizes, const ru
   return CompiledGraph::build(specialize(payload_, values), named_data, &shared_);
 }
 
-// Each dynamic size is the size of some graph input's dim (the payload parser checks it); the first
-// such dim gives it, and the compiled graph then checks every input against the sizes it implies.
+// Each dynamic size is the only one in some graph input dim's expression (the payload parser checks
+// it): the first such dim gives it (directly, or solving 2 * s = size, ...), and the compiled graph
+// then checks every input against the sizes it implies.
 Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept {
   std::array<bool, kMaxSymbols> known{};
   for (const SymbolicDim& entry : payload_.symbolic_dims) {
-    const int64_t symbol = bare_symbol(entry.code);
+    const int64_t symbol = single_symbol(entry.code);
     const auto position = std::find(payload_.inputs.begin(), payload_.inputs.end(), entry.value);
     if (symbol < 0 || known[symbol] || position == payload_.inputs.end()) {
       continue;
@@ -56,11 +57,15 @@ Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& siz
     }
     const int64_t size = args[index]->toTensor().size(static_cast<int>(entry.dim));
     const SymbolBounds& bounds = payload_.symbols[symbol];
-    if (size < bounds.min || size > bounds.max) {
+    const bool bare = entry.code.size() == 2;
+    int64_t value = size;
+    const bool solved = bare ||
+        solve_for_symbol(entry.code, symbol, bounds, size, sizes.data(), payload_.symbols.size(), value);
+    if (!solved || value < bounds.min || value > bounds.max) {
       ET_LOG(
           Error,
-          "OneDnnBackend: input %zu dim %u is %lld, outside the range [%lld, %lld] the program was "
-          "exported for",
+          "OneDnnBackend: input %zu dim %u is %lld, which no dynamic size in the range [%lld, %lld] the "
+          "program was exported for gives",
           index,
           entry.dim,
           static_cast<long long>(size),
@@ -68,7 +73,7 @@ Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& siz
           static_cast<long long>(bounds.max));
       return Error::InvalidArgument;
     }
-    sizes[symbol] = size;
+    sizes[symbol] = value;
     known[symbol] = true;
   }
   return Error::Ok;
@@ -82,38 +87,25 @@ Error DelegateGraph::compile(const Sizes& sizes, CompiledGraph*& graph) noexcept
       return Error::Ok;
     }
   }
-  try {
-    std::unique_ptr<CompiledGraph> built;
+  std::unique_ptr<CompiledGraph> built;
+  const Error error = run_catching("compiling for these input sizes failed", [&]() {
     run_in_thread_arena([&]() -> Error {
       built = build(sizes, nullptr);
       return Error::Ok;
     });
-    if (entries_.size() >= kMaxCachedShapes) {
-      const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-        return a.last_use < b.last_use;
-      });
-      entries_.erase(oldest);
-    }
-    entries_.push_back({sizes, std::move(built), ++clock_});
-    graph = entries_.back().graph.get();
-    return Error::Ok;
-  } catch (const InitError& error) {
-    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: %s", error.what());
-    return error.code();
-  } catch (const dnnl::error& error) {
-    ET_LOG(
-        Error,
-        "OneDnnBackend: compiling for these input sizes failed in oneDNN: %s (status %d)",
-        error.what(),
-        static_cast<int>(error.status));
-    return error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal;
-  } catch (const std::bad_alloc&) {
-    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: out of memory");
-    return Error::MemoryAllocationFailed;
-  } catch (const std::exception& error) {
-    ET_LOG(Error, "OneDnnBackend: compiling for these input sizes failed: %s", error.what());
-    return Error::Internal;
+  });
+  if (error != Error::Ok) {
+    return error;
   }
+  if (entries_.size() >= kMaxCachedShapes) {
+    const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+      return a.last_use < b.last_use;
+    });
+    entries_.erase(oldest);
+  }
+  entries_.push_back({sizes, std::move(built), ++clock_});
+  graph = entries_.back().graph.get();
+  return Error::Ok;
 }
 
 // Drops the size arguments (checked to be integers) from `args`, into tensor_args_ (no allocation:

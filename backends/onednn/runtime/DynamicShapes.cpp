@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "InitError.h"
@@ -92,8 +94,52 @@ bool evaluate_dim(
   return true;
 }
 
-int64_t bare_symbol(const std::vector<int64_t>& code) {
-  return code.size() == 2 && code[0] == static_cast<int64_t>(ShapeOp::Symbol) ? code[1] : -1;
+int64_t single_symbol(const std::vector<int64_t>& code) {
+  int64_t found = -1;
+  for (size_t i = 0; i + 1 < code.size(); ++i) {
+    const int64_t op = code[i];
+    if (op == static_cast<int64_t>(ShapeOp::Const) || op == static_cast<int64_t>(ShapeOp::Symbol)) {
+      const int64_t operand = code[++i];
+      if (op == static_cast<int64_t>(ShapeOp::Symbol)) {
+        if (found >= 0 && found != operand) {
+          return -1;
+        }
+        found = operand;
+      }
+    }
+  }
+  return found;
+}
+
+bool solve_for_symbol(
+    const std::vector<int64_t>& code,
+    int64_t symbol,
+    const SymbolBounds& bounds,
+    int64_t target,
+    int64_t* symbols,
+    size_t num_symbols,
+    int64_t& result) {
+  int64_t low = bounds.min;
+  int64_t high = bounds.max;
+  int64_t value = 0;
+  while (low < high) {
+    const int64_t middle = low + (high - low) / 2;
+    symbols[symbol] = middle;
+    if (!evaluate_dim(code, symbols, num_symbols, value)) {
+      return false;
+    }
+    if (value < target) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  symbols[symbol] = low;
+  if (!evaluate_dim(code, symbols, num_symbols, value) || value != target) {
+    return false;
+  }
+  result = low;
+  return true;
 }
 
 void validate_dynamic_shapes(const Payload& payload) {
@@ -135,14 +181,41 @@ void validate_dynamic_shapes(const Payload& payload) {
         entry.dim,
         static_cast<long long>(at_max),
         static_cast<long long>(value.dims[entry.dim]));
-    const int64_t symbol = bare_symbol(entry.code);
+    const int64_t symbol = single_symbol(entry.code);
     if (symbol >= 0 &&
         std::find(payload.inputs.begin(), payload.inputs.end(), entry.value) != payload.inputs.end()) {
       given_by_input[static_cast<size_t>(symbol)] = true;
     }
   }
   for (size_t s = 0; s < num_symbols; ++s) {
-    ODNN_CHECK(given_by_input[s], "dynamic size %zu is not the size of any graph input's dim", s);
+    ODNN_CHECK(
+        given_by_input[s],
+        "dynamic size %zu is not the only size in any graph input dim's expression",
+        s);
+  }
+  std::set<std::tuple<uint32_t, std::string, uint32_t>> attributes_seen;
+  for (const SymbolicAttribute& entry : payload.symbolic_attributes) {
+    ODNN_CHECK(entry.step < payload.steps.size(), "symbolic attribute of unknown step %u", entry.step);
+    const AttributeRecord* attribute = payload.steps[entry.step].find(entry.name);
+    ODNN_CHECK(
+        attribute != nullptr && attribute->type == AttributeType::I64List && entry.index < attribute->ints.size(),
+        "step %u has no i64 attribute '%s' with an entry %u",
+        entry.step,
+        entry.name.c_str(),
+        entry.index);
+    ODNN_CHECK(
+        attributes_seen.insert({entry.step, entry.name, entry.index}).second,
+        "step %u attribute '%s' entry %u is described twice",
+        entry.step,
+        entry.name.c_str(),
+        entry.index);
+    int64_t at_max = 0;
+    ODNN_CHECK(
+        evaluate_dim(entry.code, upper.data(), num_symbols, at_max) && at_max == attribute->ints[entry.index],
+        "step %u attribute '%s' entry %u: malformed expression, or not the stored value at the maximum sizes",
+        entry.step,
+        entry.name.c_str(),
+        entry.index);
   }
 }
 
@@ -162,6 +235,22 @@ Payload specialize(const Payload& generic, const std::vector<int64_t>& symbols) 
   }
   for (ValueRecord& value : concrete.values) {
     element_count(value.dims); // still within the runtime's limits
+  }
+  concrete.symbolic_attributes.clear();
+  for (const SymbolicAttribute& entry : generic.symbolic_attributes) {
+    int64_t value = 0;
+    if (!evaluate_dim(entry.code, symbols.data(), symbols.size(), value)) {
+      fail(Error::InvalidArgument,
+           "step %u attribute '%s' cannot be evaluated at these input sizes",
+           entry.step,
+           entry.name.c_str());
+    }
+    for (AttributeRecord& attribute : concrete.steps[entry.step].attributes) {
+      if (attribute.name == entry.name) {
+        attribute.ints[entry.index] = value;
+        break;
+      }
+    }
   }
   return concrete;
 }

@@ -14,11 +14,23 @@ namespace executorch::backends::onednn {
 // or divides by zero. Never throws, never allocates (execute() calls it).
 bool evaluate_dim(const std::vector<int64_t>& code, const int64_t* symbols, size_t num_symbols, int64_t& result);
 
-// The symbol whose value `code` is (the code is exactly SYMBOL i), or -1.
-int64_t bare_symbol(const std::vector<int64_t>& code);
+// The one symbol `code` depends on, or -1 when it depends on none or on several.
+int64_t single_symbol(const std::vector<int64_t>& code);
+
+// The value of symbol `symbol` in [bounds.min, bounds.max] for which `code` (of that symbol only,
+// non-decreasing in it: a size, 2 * size, size + 1, ...) gives `target`; false when there is none.
+// `symbols` is scratch of at least symbol + 1 entries. Never throws, never allocates.
+bool solve_for_symbol(
+    const std::vector<int64_t>& code,
+    int64_t symbol,
+    const SymbolBounds& bounds,
+    int64_t target,
+    int64_t* symbols,
+    size_t num_symbols,
+    int64_t& result);
 
 // Checks the dynamic-shape section of a parsed payload: well-formed codes, a symbolic dim only on
-// activations, every symbol given by a graph input's dim, stored dims equal to the expressions at
+// activations, every symbol the only one in some graph input dim's expression, stored dims equal to the expressions at
 // every symbol's max. Throws InitError.
 void validate_dynamic_shapes(const Payload& payload);
 

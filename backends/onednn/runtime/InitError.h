@@ -6,6 +6,7 @@
 #include <string>
 
 #include <executorch/runtime/core/error.h>
+#include <executorch/runtime/core/function_ref.h>
 
 namespace executorch::backends::onednn {
 
@@ -29,6 +30,11 @@ class InitError : public std::exception {
 // Throws InitError(code, printf-style message).
 [[noreturn]] void fail(runtime::Error code, const char* format, ...)
     __attribute__((format(printf, 2, 3)));
+
+// Runs `body` and returns Ok, or what it threw as an Error (InitError: its code; oneDNN's
+// "unimplemented": NotSupported; out of memory: MemoryAllocationFailed; anything else: Internal),
+// logged in one line that starts with `what` ("init failed").
+runtime::Error run_catching(const char* what, runtime::FunctionRef<void()> body) noexcept;
 
 // Shorthand for the common case: the payload is malformed or describes something invalid.
 #define ODNN_CHECK(condition, ...)                                        \

@@ -50,36 +50,23 @@ class OneDnnBackend final : public runtime::BackendInterface {
       BackendInitContext& context,
       FreeableBuffer* processed,
       ArrayRef<CompileSpec> /*compile_specs*/) const override {
-    try {
+    std::unique_ptr<DelegateGraph> graph;
+    const Error error = run_catching("init failed", [&]() {
       ODNN_CHECK(processed != nullptr, "no payload");
       const Result<const void*> data = processed->data_safe();
       ODNN_CHECK(data.ok(), "payload is not addressable");
       Payload payload = parse_payload(static_cast<const uint8_t*>(data.get()), processed->size());
       // In the arena execute() uses: oneDNN sizes some kernels for the threads it sees here.
-      std::unique_ptr<DelegateGraph> graph;
       run_in_thread_arena([&]() -> Error {
         graph = DelegateGraph::create(std::move(payload), context.get_named_data_map());
         return Error::Ok;
       });
       processed->Free();
-      return graph.release();
-    } catch (const InitError& error) {
-      ET_LOG(Error, "OneDnnBackend: init failed: %s", error.what());
-      return error.code();
-    } catch (const dnnl::error& error) {
-      ET_LOG(
-          Error,
-          "OneDnnBackend: init failed in oneDNN: %s (status %d)",
-          error.what(),
-          static_cast<int>(error.status));
-      return error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal;
-    } catch (const std::bad_alloc&) {
-      ET_LOG(Error, "OneDnnBackend: init failed: out of memory");
-      return Error::MemoryAllocationFailed;
-    } catch (const std::exception& error) {
-      ET_LOG(Error, "OneDnnBackend: init failed: %s", error.what());
-      return Error::Internal;
+    });
+    if (error != Error::Ok) {
+      return error;
     }
+    return graph.release();
   }
 
   Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args)

@@ -234,6 +234,23 @@ void validate_signature(const StepRecord& step, uint32_t index) {
   }
 }
 
+// count u32, then that many i64 ShapeOp entries.
+std::vector<int64_t> read_shape_code(ByteReader& reader, const char* what, uint32_t index) {
+  const uint32_t count = reader.u32("shape code length");
+  ODNN_CHECK(
+      count >= 1 && count <= kMaxShapeCode,
+      "%s %u: code of %u entries (1 to %u)",
+      what,
+      index,
+      count,
+      kMaxShapeCode);
+  std::vector<int64_t> code(count);
+  for (int64_t& entry : code) {
+    entry = reader.i64("shape code");
+  }
+  return code;
+}
+
 // FORMAT.md's "Dynamic shapes" section; validate_dynamic_shapes() checks what it says.
 void read_dynamic_shapes(ByteReader& reader, Payload& payload) {
   const uint32_t num_symbols = reader.u32("num_symbols");
@@ -254,16 +271,7 @@ void read_dynamic_shapes(ByteReader& reader, Payload& payload) {
     SymbolicDim entry;
     entry.value = reader.u32("symbolic dim value");
     entry.dim = reader.u32("symbolic dim index");
-    const uint32_t count = reader.u32("symbolic dim code length");
-    ODNN_CHECK(
-        count >= 1 && count <= kMaxShapeCode,
-        "symbolic dim %u: code of %u entries (1 to %u)",
-        i,
-        count,
-        kMaxShapeCode);
-    for (uint32_t c = 0; c < count; ++c) {
-      entry.code.push_back(reader.i64("symbolic dim code"));
-    }
+    entry.code = read_shape_code(reader, "symbolic dim", i);
     payload.symbolic_dims.push_back(std::move(entry));
   }
   const uint32_t num_size_args = reader.u32("num_size_args");
@@ -277,6 +285,16 @@ void read_dynamic_shapes(ByteReader& reader, Payload& payload) {
         i,
         position);
     payload.size_args.push_back(position);
+  }
+  const uint32_t num_attributes = reader.u32("num_symbolic_attributes");
+  reader.require_elements(num_attributes, 16, "symbolic attributes"); // step, name, index, count
+  for (uint32_t i = 0; i < num_attributes; ++i) {
+    SymbolicAttribute entry;
+    entry.step = reader.u32("symbolic attribute step");
+    entry.name = reader.str("symbolic attribute name");
+    entry.index = reader.u32("symbolic attribute entry");
+    entry.code = read_shape_code(reader, "symbolic attribute", i);
+    payload.symbolic_attributes.push_back(std::move(entry));
   }
 }
 

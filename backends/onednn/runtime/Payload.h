@@ -66,6 +66,14 @@ struct SymbolicDim {
   std::vector<int64_t> code;
 };
 
+// Entry `index` of i64 attribute `name` of step `step`, as a postfix expression over the symbols.
+struct SymbolicAttribute {
+  uint32_t step = 0;
+  std::string name;
+  uint32_t index = 0;
+  std::vector<int64_t> code;
+};
+
 struct Payload {
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
@@ -77,6 +85,7 @@ struct Payload {
   // Positions among the delegate call's inputs of size (integer) arguments, which execute() skips:
   // graph input i is the i-th of the other inputs.
   std::vector<uint32_t> size_args;
+  std::vector<SymbolicAttribute> symbolic_attributes; // slice offsets that depend on a size, ...
 };
 
 // Number of elements of `dims`; throws when it is absurdly large (> 2^40).

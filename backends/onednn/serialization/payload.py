@@ -23,7 +23,7 @@ from .schema import (
     Layout,
     StepKind,
 )
-from .shapes import ShapeError, SymDim, decode, encode
+from .shapes import ShapeError, SymDim, at_point, decode, encode
 
 MAX_STRING = 1024
 MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
@@ -128,14 +128,34 @@ class _Writer:
         self.parts.append(data)
 
 
+def symbolic_attributes(graph: Graph) -> list[tuple[int, str, int, SymDim]]:
+    """(step index, attribute, entry, value) of every i64 attribute entry that depends on a size."""
+    return [
+        (index, name, entry, value)
+        for index, step in enumerate(graph.steps)
+        for name, data in step.ints.items()
+        for entry, value in enumerate(data)
+        if isinstance(value, SymDim)
+    ]
+
+
 def symbols_of(graph: Graph) -> dict[sympy.Symbol, tuple[int, int]]:
-    """The dynamic sizes the graph's dims depend on, by name, with their (min, max)."""
+    """The dynamic sizes the graph's dims and attributes depend on, by name, with their (min, max)."""
     bounds: dict[sympy.Symbol, tuple[int, int]] = {}
     for value in graph.values:
         for dim in value.dims:
             if isinstance(dim, SymDim):
                 bounds.update(dim.bounds)
+    for *_, attribute in symbolic_attributes(graph):
+        bounds.update(attribute.bounds)
     return dict(sorted(bounds.items(), key=lambda item: item[0].name))
+
+
+def _code(expr: sympy.Expr, symbols: list[sympy.Symbol]) -> list[int]:
+    try:
+        return encode(expr, symbols)
+    except ShapeError as error:
+        raise PayloadError(str(error)) from None
 
 
 def _write_dynamic_shapes(body: _Writer, graph: Graph, bounds: dict[sympy.Symbol, tuple[int, int]]) -> None:
@@ -153,18 +173,17 @@ def _write_dynamic_shapes(body: _Writer, graph: Graph, bounds: dict[sympy.Symbol
     ]
     body.u32(len(entries))
     for value_id, index, expr in entries:
-        try:
-            code = encode(expr, symbols)
-        except ShapeError as error:
-            raise PayloadError(str(error)) from None
+        code = _code(expr, symbols)
         body.raw(struct.pack("<III", value_id, index, len(code)))
         body.raw(struct.pack(f"<{len(code)}q", *code))
     body.u32s(graph.size_args)
-
-
-def _stored_dim(dim: int, upper: dict[sympy.Symbol, int]) -> int:
-    """The dim the payload records: a dynamic one at every size's maximum, as the runtime checks."""
-    return int(dim.expr.subs(upper)) if isinstance(dim, SymDim) else int(dim)
+    attributes = symbolic_attributes(graph)
+    body.u32(len(attributes))
+    for step_index, name, entry, value in attributes:
+        code = _code(value.expr, symbols)
+        body.u32(step_index)
+        body.string(name)
+        body.raw(struct.pack(f"<II{len(code)}q", entry, len(code), *code))
 
 
 def serialize(graph: Graph) -> bytes:
@@ -183,7 +202,7 @@ def serialize(graph: Graph) -> bytes:
         body.u8(int(value.layout))
         body.u8(0)
         body.u32(len(value.dims))
-        body.raw(struct.pack(f"<{len(value.dims)}q", *(_stored_dim(dim, upper) for dim in value.dims)))
+        body.raw(struct.pack(f"<{len(value.dims)}q", *(at_point(dim, upper) for dim in value.dims)))
         if value.constant_key is not None:
             body.string(value.constant_key)
     for step in graph.steps:
@@ -198,7 +217,8 @@ def serialize(graph: Graph) -> bytes:
                 body.string(name)
                 body.u8(code)
                 body.u32(len(data))
-                body.raw(struct.pack(f"<{len(data)}{fmt}", *data))
+                stored = [at_point(v, upper) for v in data] if code == 0 else data
+                body.raw(struct.pack(f"<{len(data)}{fmt}", *stored))
     if bounds:
         _write_dynamic_shapes(body, graph, bounds)
     payload = b"".join(body.parts)
@@ -266,6 +286,14 @@ def _read_dynamic_shapes(reader: _Reader, graph: Graph) -> None:
         dims[index] = SymDim(dims[index], expr, {s: bounds[s] for s in expr.free_symbols})
         graph.values[value_id].dims = tuple(dims)
     graph.size_args = reader.u32s()
+    (attributes,) = reader.take("<I")
+    for _ in range(attributes):
+        (step_index,) = reader.take("<I")
+        name = reader.string()
+        entry, length = reader.take("<II")
+        expr = decode(list(reader.take(f"<{length}q")), symbols)
+        data = graph.steps[step_index].ints[name]
+        data[entry] = SymDim(data[entry], expr, {s: bounds[s] for s in expr.free_symbols})
 
 
 def deserialize(data: bytes) -> Graph:

@@ -87,8 +87,23 @@ def dim_of(value: int, expr: sympy.Expr, bounds: Bounds) -> int:
     return SymDim(value, expr, {symbol: bounds[symbol] for symbol in expr.free_symbols if symbol in bounds})
 
 
-def is_dynamic(dims: tuple[int, ...]) -> bool:
-    return any(isinstance(dim, SymDim) for dim in dims)
+def same(a: int, b: int) -> bool:
+    """Equal at every size (a plain == compares the values at the maximum)."""
+    return bool(sympy.simplify(_expr(a) - _expr(b)) == 0) if isinstance(a, SymDim) or isinstance(b, SymDim) else a == b
+
+
+def smallest(a: int, b: int) -> int:
+    """min(a, b) that stays right at every size (a plain min compares the values at the maximum)."""
+    return dim_of(min(int(a), int(b)), sympy.Min(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
+
+
+def largest(a: int, b: int) -> int:
+    return dim_of(max(int(a), int(b)), sympy.Max(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
+
+
+def at_point(value: int, point: dict[sympy.Symbol, int]) -> int:
+    """The value at other sizes than those it was taken at."""
+    return int(value.expr.subs(point)) if isinstance(value, SymDim) else int(value)
 
 
 class ShapeError(ValueError):

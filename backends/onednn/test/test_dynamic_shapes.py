@@ -10,7 +10,15 @@ import torch
 from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize, serialize
 from executorch.backends.onednn.serialization.schema import VERSION, VERSION_DYNAMIC, DType, StepKind
-from executorch.backends.onednn.serialization.shapes import ShapeError, SymDim, decode, encode
+from executorch.backends.onednn.serialization.shapes import (
+    ShapeError,
+    SymDim,
+    decode,
+    encode,
+    largest,
+    same,
+    smallest,
+)
 from tester import execute_each, lower, mismatch
 from torch import nn
 from torch.export import Dim
@@ -30,6 +38,11 @@ def test_arithmetic_on_dims_keeps_the_expression() -> None:
     assert int(math.prod((2, s, 5))) == 120 and math.prod((2, s, 5)).expr == 10 * S
     assert s - s == 0 and not isinstance(s - s, SymDim)  # a constant again
     assert (s + 0) == s and hash(s) == hash(12)
+    # Comparisons at every size, not only at the maximum where the ints are taken.
+    assert same(s * 2, s + s) and not same(s, 12) and same(7, 7)
+    clipped = smallest(s, 10)
+    assert int(clipped) == 10 and int(clipped.expr.subs(S, 4)) == 4
+    assert largest(3, 5) == 5 and not isinstance(largest(3, 5), SymDim)
 
 
 @pytest.mark.parametrize(
@@ -50,16 +63,18 @@ def test_an_expression_without_encoding_is_refused() -> None:
 
 
 def _dynamic_graph() -> Graph:
-    """x [s, 8] -> relu -> reshape [2s, 4], s in [1, 16]."""
+    """x [s, 8] -> relu -> reshape [2s, 4], and its last row (offset s - 1), s in [1, 16]."""
     s = SymDim(16, S, {S: (1, 16)})
     graph = Graph()
     x = graph.add_value(DType.F32, (s, 8))
     relu = graph.add_value(DType.F32, (s, 8))
     out = graph.add_value(DType.F32, (s * 2, 4))
-    graph.inputs, graph.outputs = [x], [out]
+    last = graph.add_value(DType.F32, (1, 8))
+    graph.inputs, graph.outputs = [x], [out, last]
     graph.size_args = [1]
     graph.add_step(Step(StepKind.ELTWISE, [x], [relu], {"alg": [0]}, {"alpha": [0.0], "beta": [0.0]}))
     graph.add_step(Step(StepKind.RESHAPE, [relu], [out]))
+    graph.add_step(Step(StepKind.REORDER, [relu], [last], {"offsets": [s - 1, 0]}))
     return graph
 
 
@@ -76,8 +91,10 @@ def test_dynamic_payload_is_version_2_and_round_trips() -> None:
         if isinstance(dim, SymDim)
         for symbol in dim.expr.free_symbols
     }
-    assert [tuple(int(d) for d in value.dims) for value in back.values] == [(16, 8), (16, 8), (32, 4)]
+    assert [tuple(int(d) for d in value.dims) for value in back.values] == [(16, 8), (16, 8), (32, 4), (1, 8)]
     assert back.values[2].dims[0].expr == 2 * s0 and back.values[2].dims[0].bounds[s0] == (1, 16)
+    offset = back.steps[2].ints["offsets"][0]
+    assert isinstance(offset, SymDim) and int(offset) == 15 and offset.expr == s0 - 1
 
 
 def test_static_payload_stays_version_1() -> None:
@@ -252,13 +269,57 @@ class HalfOfTheRow(nn.Module):
         return x[:, : x.shape[1] // 2].relu() * 2
 
 
-def test_a_slice_with_a_dynamic_bound_stays_with_executorch_and_the_rest_is_delegated() -> None:
-    lowered = lower(HalfOfTheRow(), (torch.randn(3, 10),), dynamic_shapes=({1: 2 * Dim("half", min=1, max=20)},))
-    assert any("symbolic bounds" in reason for reason in lowered.partitioner.rejections.values()), lowered.describe()
-    sets = [(torch.randn(3, n),) for n in (2, 40, 14)]
-    for (x,), result in zip(sets, execute_each(lowered.buffer, sets)):
-        assert not isinstance(result, str), result
-        assert torch.equal(result[0], HalfOfTheRow()(x))
+def test_a_slice_with_a_dynamic_bound_is_delegated() -> None:
+    failures = run_at_sizes(
+        HalfOfTheRow(),
+        (torch.randn(3, 10),),
+        ({1: 2 * Dim("half", min=1, max=20)},),
+        [(torch.randn(3, n),) for n in (2, 40, 14)],
+    )
+    assert not failures, failures
+
+
+class LastToken(nn.Module):
+    """A decoder's last step: the logits of the last position only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x[:, -1]) + self.head(x[:, 1:-1]).mean(1)
+
+
+def test_offsets_that_follow_the_length_select_the_right_rows() -> None:
+    failures = run_at_sizes(
+        LastToken(),
+        (torch.randn(1, 9, 16),),
+        ({1: Dim("tokens", min=4, max=64)},),
+        [(torch.randn(1, n, 16),) for n in (4, 64, 17)],
+    )
+    assert not failures, failures
+
+
+class SizeArithmetic(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows, width = x.shape
+        pairs = x.reshape(rows * 2, width // 2)[1:]
+        return pairs.reshape(-1)[: width + rows - 1].relu()
+
+
+# The size arithmetic ops (ops/rules.py's SIZE_ARITHMETIC) this file runs; test_ops.py counts on it.
+SIZE_ARITHMETIC_OPS = frozenset({"aten::sym_size", "add", "sub", "mul", "floordiv"})
+
+
+def test_size_arithmetic_is_taken_with_its_users() -> None:
+    example = (torch.randn(4, 8),)
+    shapes = ({0: Dim("rows", min=3, max=16), 1: 2 * Dim("half", min=2, max=8)},)
+    lowered = lower(SizeArithmetic(), example, dynamic_shapes=shapes)
+    assert SIZE_ARITHMETIC_OPS <= lowered.delegated_ops, lowered.describe()
+    failures = run_at_sizes(
+        SizeArithmetic(), example, shapes, [(torch.randn(r, w),) for r, w in ((3, 4), (16, 16), (5, 6))]
+    )
+    assert not failures, failures
 
 
 def test_a_range_without_maximum_is_not_delegated() -> None:

@@ -150,6 +150,30 @@ TEST(DynamicShapesSizeArguments, IntegerArgumentsAreSkipped) {
   harness.destroy(handle.get());
 }
 
+// x [s, 4] -> the last row x[s - 1] as a slice whose offset is an expression of s.
+TEST(DynamicShapesAttributes, SliceOffsetFollowsTheSize) {
+  Model model;
+  model.payload.version = 2;
+  const uint32_t s = model.payload.symbol(kMin, kMax);
+  const uint32_t x = model.input({kMax, kWidth});
+  const uint32_t last = model.value({1, kWidth});
+  model.payload.step(Kind::Reorder, {x}, {last}, {ints("offsets", {kMax - 1, 0})});
+  model.output(last, {1, kWidth});
+  model.payload.symbolic_dim(x, 0, {op(Op::Symbol), s});
+  model.payload.symbolic_attribute(0, "offsets", 0, {op(Op::Symbol), s, op(Op::Const), -1, op(Op::Add)});
+  Harness harness;
+  Result<DelegateHandle*> handle = harness.init(model.payload.build(), &model.data);
+  ASSERT_EQ(handle.error(), Error::Ok);
+  for (int32_t rows : {3, static_cast<int32_t>(kMax), static_cast<int32_t>(kMin)}) {
+    HostTensor input({rows, kWidth}, random_values(static_cast<size_t>(rows) * kWidth, rows));
+    HostTensor output({1, kWidth});
+    ASSERT_EQ(harness.execute(handle.get(), {&input, &output}), Error::Ok) << rows;
+    const std::vector<float> expected(input.data().end() - kWidth, input.data().end());
+    expect_close(output.data(), expected, "last of " + std::to_string(rows) + " rows");
+  }
+  harness.destroy(handle.get());
+}
+
 // init() of `model` after `edit` changes its dynamic-shape section.
 Error init_with(void (*edit)(Model&)) {
   std::vector<float> bias;
@@ -189,12 +213,25 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
       {"size not given by an input", [](Model& m) { m.payload.symbol(1, 4); }},
       {"empty range",
        [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(5, 4)}); }},
+      {"attribute of an unknown step",
+       [](Model& m) { m.payload.symbolic_attribute(9, "alg", 0, {op(Op::Const), 0}); }},
+      {"unknown attribute", [](Model& m) { m.payload.symbolic_attribute(0, "axis", 0, {op(Op::Const), 0}); }},
+      {"attribute entry beyond its count",
+       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 1, {op(Op::Const), 0}); }},
+      {"attribute differs from its expression",
+       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 1}); }},
+      {"attribute described twice",
+       [](Model& m) {
+         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0});
+         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0});
+       }},
       {"size argument beyond the inputs", [](Model& m) { m.payload.size_args = {2}; }},
       {"size arguments out of order", [](Model& m) { m.payload.size_args = {1, 0}; }},
       {"minimum below 1",
        [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(0, 4)}); }},
   };
   EXPECT_EQ(init_with([](Model&) {}), Error::Ok);
+  EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0}); }), Error::Ok);
   EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }),
             Error::Ok);
   for (const Case& c : cases) {

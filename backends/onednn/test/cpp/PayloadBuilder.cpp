@@ -134,6 +134,16 @@ std::vector<uint8_t> PayloadBuilder::build() const {
     for (uint32_t position : size_args) {
       w.u32(position);
     }
+    w.u32(static_cast<uint32_t>(symbolic_attributes_.size()));
+    for (const SymbolicAttribute& entry : symbolic_attributes_) {
+      w.u32(entry.step);
+      w.str(entry.name);
+      w.u32(entry.index);
+      w.u32(static_cast<uint32_t>(entry.code.size()));
+      for (int64_t c : entry.code) {
+        w.i64(c);
+      }
+    }
   }
   const uint64_t total = w.bytes.size();
   for (int i = 0; i < 8; ++i) {

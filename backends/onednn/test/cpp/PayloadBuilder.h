@@ -53,6 +53,11 @@ class PayloadBuilder {
     symbolic_dims_.push_back({id, dim, std::move(code)});
   }
 
+  // Entry `index` of i64 attribute `name` of step `step` as ShapeOp code (version 2).
+  void symbolic_attribute(uint32_t step, std::string name, uint32_t index, std::vector<int64_t> code) {
+    symbolic_attributes_.push_back({step, std::move(name), index, std::move(code)});
+  }
+
   std::vector<uint8_t> build() const;
 
   uint32_t version = 1; // the dynamic-shape section is written when it is 2
@@ -79,6 +84,13 @@ class PayloadBuilder {
   };
   std::vector<std::pair<int64_t, int64_t>> symbols_;
   std::vector<SymbolicDim> symbolic_dims_;
+  struct SymbolicAttribute {
+    uint32_t step;
+    std::string name;
+    uint32_t index;
+    std::vector<int64_t> code;
+  };
+  std::vector<SymbolicAttribute> symbolic_attributes_;
 };
 
 } // namespace onednn_test
