@@ -52,8 +52,8 @@ def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
             return reason
     try:
         rule.lower(LoweringContext(ep), node)
-        if _is_dynamic(node):  # the payload must hold at every size: try the smallest too
-            rule.lower(LoweringContext(ep, bound="min"), node)
+        if _is_dynamic(node):  # the payload must hold at every size: try the smallest the range promises
+            rule.lower(LoweringContext(ep, bound="min", size_one=False), node)
     except Unsupported as error:
         return str(error)
     return None

@@ -712,7 +712,7 @@ def expanded_axis(node: Node) -> int | None:
     if len(before) != len(after):
         return None
     changed = [axis for axis, (a, b) in enumerate(zip(before, after)) if str(a) != str(b)]
-    if len(changed) != 1 or before[changed[0]] != 1:
+    if len(changed) != 1 or str(before[changed[0]]) != "1":
         return None
     count = after[changed[0]]
     return changed[0] if isinstance(count, int) and count <= MAX_EXPAND_COPIES else None

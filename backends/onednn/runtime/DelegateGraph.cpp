@@ -23,6 +23,7 @@ std::unique_ptr<DelegateGraph> DelegateGraph::create(
   }
   handle->payload_ = std::move(payload);
   handle->tensor_args_.reserve(handle->payload_.inputs.size() + handle->payload_.outputs.size());
+  handle->find_size_sources();
   Sizes upper{};
   for (size_t s = 0; s < handle->payload_.symbols.size(); ++s) {
     upper[s] = handle->payload_.symbols[s].max;
@@ -38,43 +39,55 @@ std::unique_ptr<CompiledGraph> DelegateGraph::build(const Sizes& sizes, const ru
 }
 
 // Each dynamic size is the only one in some graph input dim's expression (the payload parser checks
-// it): the first such dim gives it (directly, or solving 2 * s = size, ...), and the compiled graph
-// then checks every input against the sizes it implies.
-Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept {
-  std::array<bool, kMaxSymbols> known{};
+// it); the first such dim gives it.
+void DelegateGraph::find_size_sources() {
+  size_sources_.resize(payload_.symbols.size());
+  std::vector<bool> found(payload_.symbols.size(), false);
   for (const SymbolicDim& entry : payload_.symbolic_dims) {
     const int64_t symbol = single_symbol(entry.code);
     const auto position = std::find(payload_.inputs.begin(), payload_.inputs.end(), entry.value);
-    if (symbol < 0 || known[symbol] || position == payload_.inputs.end()) {
+    if (symbol < 0 || found[symbol] || position == payload_.inputs.end()) {
       continue;
     }
-    const auto index = static_cast<size_t>(position - payload_.inputs.begin());
-    const size_t rank = payload_.values[entry.value].dims.size();
+    found[symbol] = true;
+    size_sources_[symbol] = {
+        static_cast<size_t>(position - payload_.inputs.begin()),
+        payload_.values[entry.value].dims.size(),
+        entry.dim,
+        &entry.code};
+  }
+}
+
+// Reads each size from its input dim (directly, or solving 2 * s = size, ...); the compiled graph then
+// checks every input against the sizes they imply.
+Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept {
+  for (size_t symbol = 0; symbol < size_sources_.size(); ++symbol) {
+    const SizeSource& source = size_sources_[symbol];
+    const size_t index = source.input;
     if (index >= args.size() || args[index] == nullptr || !args[index]->isTensor() ||
-        static_cast<size_t>(args[index]->toTensor().dim()) != rank) {
-      ET_LOG(Error, "OneDnnBackend: input %zu is not a tensor of rank %zu", index, rank);
+        static_cast<size_t>(args[index]->toTensor().dim()) != source.rank) {
+      ET_LOG(Error, "OneDnnBackend: input %zu is not a tensor of rank %zu", index, source.rank);
       return Error::InvalidArgument;
     }
-    const int64_t size = args[index]->toTensor().size(static_cast<int>(entry.dim));
+    const int64_t size = args[index]->toTensor().size(static_cast<int>(source.dim));
     const SymbolBounds& bounds = payload_.symbols[symbol];
-    const bool bare = entry.code.size() == 2;
+    const bool bare = source.code->size() == 2; // exactly SYMBOL i
     int64_t value = size;
     const bool solved = bare ||
-        solve_for_symbol(entry.code, symbol, bounds, size, sizes.data(), payload_.symbols.size(), value);
+        solve_for_symbol(*source.code, symbol, bounds, size, sizes.data(), payload_.symbols.size(), value);
     if (!solved || value < bounds.min || value > bounds.max) {
       ET_LOG(
           Error,
           "OneDnnBackend: input %zu dim %u is %lld, which no dynamic size in the range [%lld, %lld] the "
           "program was exported for gives",
           index,
-          entry.dim,
+          source.dim,
           static_cast<long long>(size),
           static_cast<long long>(bounds.min),
           static_cast<long long>(bounds.max));
       return Error::InvalidArgument;
     }
     sizes[symbol] = value;
-    known[symbol] = true;
   }
   return Error::Ok;
 }

@@ -42,7 +42,16 @@ class DelegateGraph {
     uint64_t last_use = 0;
   };
 
+  // Where execute() reads a dynamic size: input `input`'s dim `dim`, whose expression is `code`.
+  struct SizeSource {
+    size_t input = 0;
+    size_t rank = 0;
+    uint32_t dim = 0;
+    const std::vector<int64_t>* code = nullptr; // in payload_
+  };
+
   DelegateGraph() = default;
+  void find_size_sources();
   runtime::Error skip_size_args(runtime::Span<runtime::EValue*>& args) noexcept;
   runtime::Error read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept;
   runtime::Error compile(const Sizes& sizes, CompiledGraph*& graph) noexcept;
@@ -53,6 +62,7 @@ class DelegateGraph {
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;
   std::vector<runtime::EValue*> tensor_args_; // execute()'s args less the size arguments
+  std::vector<SizeSource> size_sources_; // by symbol
 };
 
 } // namespace executorch::backends::onednn

@@ -102,6 +102,17 @@ class AddRelu(nn.Module):
         return torch.relu(a + b)
 
 
+class ScaledTwice(nn.Module):
+    """RMSNorm's tail, x * r * weight: the second multiply becomes a post-op of the first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(8) + 0.5)
+
+    def forward(self, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return x * r * self.weight
+
+
 class ReluUsedTwice(nn.Module):
     """sigmoid(conv) feeds two ops: it folds into the conv, the consumers stay separate steps."""
 
@@ -129,6 +140,7 @@ PIPELINES: list[tuple[str, Callable[[], nn.Module], tuple[tuple[int, ...], ...],
     ),
     ("linear_gelu_becomes_matmul_with_gelu", LinearGelu, ((4, 16),), [(MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF))]),
     ("binary_takes_an_eltwise_post_op", AddRelu, ((2, 8), (2, 8)), [(BINARY, eltwise_post_op(EltwiseAlg.RELU))]),
+    ("binary_takes_a_binary_post_op", ScaledTwice, ((2, 8), (2, 1)), [(BINARY, binary_post_op(BinaryAlg.MUL))]),
     ("no_fusion_into_a_graph_output", ConvOutputAlsoReturned, (IMG3,), [(CONV, []), (ELTWISE, [])]),
     ("no_folding_when_conv_has_other_readers", ConvFeedsBnAndAdd, (IMG3,), [(CONV, []), (BN, []), (BINARY, [])]),
     ("standalone_batch_norm_stays", StandaloneBn, (IMG3,), [(BN, [])]),
