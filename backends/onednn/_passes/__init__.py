@@ -14,6 +14,7 @@ from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
 from .mixed_precision import compute_in_bf16
 from .plan_layouts import plan_layouts
+from .rotate_half import rotate_half_as_matmul
 from .simplify_layout import simplify_layout
 
 GraphPass = Callable[[Graph], Graph]
@@ -22,6 +23,7 @@ PASSES: list[GraphPass] = [
     simplify_layout,
     drop_neutral_binaries,
     fold_operand_scales,
+    rotate_half_as_matmul,
     fuse_post_ops,
     fuse_requantize,
     drop_unused,
@@ -35,10 +37,11 @@ def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
 
 
 def passes_for(dynamic_int8: bool) -> list[GraphPass]:
-    """PASSES, with the dynamic int8 rewrite of linear layers before the fusions when asked for."""
+    """PASSES, with the dynamic int8 rewrite of linear layers before the fusions when asked for (and
+    before rotate_half's matmuls, which stay exact in fp32)."""
     if not dynamic_int8:
         return PASSES
-    at = PASSES.index(fuse_post_ops)
+    at = PASSES.index(rotate_half_as_matmul)
     return [*PASSES[:at], quantize_matmuls_dynamically, *PASSES[at:]]
 
 
@@ -54,6 +57,7 @@ __all__ = [
     "passes_for",
     "plan_layouts",
     "quantize_matmuls_dynamically",
+    "rotate_half_as_matmul",
     "run_passes",
     "simplify_layout",
 ]

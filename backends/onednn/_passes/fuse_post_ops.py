@@ -3,9 +3,10 @@ from __future__ import annotations
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
 
-# Producers that take a binary post-op: their dst is the post-op's first operand. (BINARY too:
-# RMSNorm's x * r * weight is one step; measured +1% decode tokens/s on the Llama-style example.)
-BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL, StepKind.BINARY}
+# Producers that take a binary post-op: their dst is the post-op's first operand. Not BINARY: a
+# binary step with a broadcast binary post-op (RMSNorm's x * r * weight) ran so slowly in oneDNN 3.2
+# that the Llama-style example's prefill fell from ~3150 to ~1750 tokens/s (measured 2026-11-30).
+BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
 COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 
 

@@ -24,7 +24,8 @@ from torch.nn import functional as F
 from examples.onednn.models import randomize_batch_norms
 
 CONV, BN, MATMUL = StepKind.CONVOLUTION, StepKind.BATCH_NORM, StepKind.MATMUL
-ELTWISE, BINARY = StepKind.ELTWISE, StepKind.BINARY
+ELTWISE, BINARY, CONCAT = StepKind.ELTWISE, StepKind.BINARY, StepKind.CONCAT
+REORDER = StepKind.REORDER
 
 
 def eltwise_post_op(alg: EltwiseAlg) -> list[int]:
@@ -103,7 +104,7 @@ class AddRelu(nn.Module):
 
 
 class ScaledTwice(nn.Module):
-    """RMSNorm's tail, x * r * weight: the second multiply becomes a post-op of the first."""
+    """RMSNorm's tail, x * r * weight: two binary steps (a binary post-op on a binary step is slow)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,6 +112,27 @@ class ScaledTwice(nn.Module):
 
     def forward(self, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         return x * r * self.weight
+
+
+class Rotary(nn.Module):
+    """Rotary position embeddings as Llama writes them: x * cos + rotate_half(x) * sin."""
+
+    def __init__(self, tokens: int = 5, width: int = 16) -> None:
+        super().__init__()
+        angles = torch.arange(tokens)[:, None] * torch.rand(width // 2)[None, :]
+        self.register_buffer("cos", torch.cat([angles, angles], -1).cos())
+        self.register_buffer("sin", torch.cat([angles, angles], -1).sin())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return x * self.cos + torch.cat([-x[..., half:], x[..., :half]], -1) * self.sin
+
+
+class ConcatOfUnevenPieces(nn.Module):
+    """Slices that repeat a column: not a permutation, so the concat stays."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x[..., 1:], x[..., :2]], -1) * 2
 
 
 class ReluUsedTwice(nn.Module):
@@ -140,7 +162,19 @@ PIPELINES: list[tuple[str, Callable[[], nn.Module], tuple[tuple[int, ...], ...],
     ),
     ("linear_gelu_becomes_matmul_with_gelu", LinearGelu, ((4, 16),), [(MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF))]),
     ("binary_takes_an_eltwise_post_op", AddRelu, ((2, 8), (2, 8)), [(BINARY, eltwise_post_op(EltwiseAlg.RELU))]),
-    ("binary_takes_a_binary_post_op", ScaledTwice, ((2, 8), (2, 1)), [(BINARY, binary_post_op(BinaryAlg.MUL))]),
+    (
+        "rotate_half_becomes_a_matmul_taking_sin_and_cos",
+        Rotary,
+        ((1, 3, 5, 16),),
+        [(BINARY, []), (MATMUL, binary_post_op(BinaryAlg.MUL) + binary_post_op(BinaryAlg.ADD))],
+    ),
+    (
+        "concat_repeating_a_column_stays",
+        ConcatOfUnevenPieces,
+        ((2, 8),),
+        [(REORDER, []), (REORDER, []), (CONCAT, []), (ELTWISE, [])],
+    ),
+    ("binary_takes_no_binary_post_op", ScaledTwice, ((2, 8), (2, 1)), [(BINARY, []), (BINARY, [])]),
     ("no_fusion_into_a_graph_output", ConvOutputAlsoReturned, (IMG3,), [(CONV, []), (ELTWISE, [])]),
     ("no_folding_when_conv_has_other_readers", ConvFeedsBnAndAdd, (IMG3,), [(CONV, []), (BN, []), (BINARY, [])]),
     ("standalone_batch_norm_stays", StandaloneBn, (IMG3,), [(BN, [])]),
@@ -291,7 +325,7 @@ def layout_graph(dims: tuple[int, ...], *steps: tuple[StepKind, tuple[int, ...],
     return graph
 
 
-RESHAPE, REORDER = StepKind.RESHAPE, StepKind.REORDER
+RESHAPE = StepKind.RESHAPE
 
 
 def test_simplify_layout_composes_permutes_like_torch() -> None:
