@@ -219,6 +219,49 @@ bool fold_batch_into_rows(
       std::equal(a_dims.begin(), a_dims.begin() + batch, dst.begin());
 }
 
+// A decode step's linear layers (M = 1 to 4 rows) stream their weights from memory once per call.
+// oneDNN 3.2 picks blocks 64 columns wide for them, which its brgemm kernel streams at 20-27 GB/s on
+// the dev machine; blocks 16 columns wide at 26-33 GB/s (weights out of cache, alternating
+// measurements of decode shapes, fp32 and bf16, 2026-11-30). Kept only where oneDNN builds the same
+// kernel for them.
+constexpr int64_t kSmallRows = 4;
+
+// The narrow-block layout of constant weights [K, N] or [1, K, N], or `any` when there is none.
+memory::format_tag small_rows_weights_tag(size_t rank, DataType type, int64_t rows) {
+  using tag = memory::format_tag;
+  const bool narrowest = rows <= 2;
+  if (type == DataType::f32) {
+    return rank == 2 ? (narrowest ? tag::BA16a16b : tag::BA16a32b) : (narrowest ? tag::aCB16b16c : tag::aCB16b32c);
+  }
+  if (type == DataType::bf16) {
+    return rank == 2 ? (narrowest ? tag::BA16a16b2a : tag::BA16a32b2a)
+                     : (narrowest ? tag::aCB16b16c2b : tag::aCB16b32c2b);
+  }
+  return tag::any;
+}
+
+template <typename MakePd>
+dnnl::matmul::primitive_desc with_small_rows_weights(
+    const dnnl::matmul::primitive_desc& chosen,
+    const memory::dims& weights_dims,
+    DataType type,
+    int64_t rows,
+    MakePd make_pd) {
+  const memory::format_tag tag = small_rows_weights_tag(weights_dims.size(), type, rows);
+  if (tag == memory::format_tag::any) {
+    return chosen;
+  }
+  try {
+    dnnl::matmul::primitive_desc narrow = make_pd(memory::desc(weights_dims, type, tag));
+    if (std::string(narrow.impl_info_str()) == chosen.impl_info_str()) {
+      return narrow;
+    }
+  } catch (const dnnl::error&) {
+    // No kernel for that layout on this CPU: keep oneDNN's choice.
+  }
+  return chosen;
+}
+
 } // namespace
 
 void build_matmul(const StepRecord& step, GraphBuilder& graph) {
@@ -302,6 +345,13 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   bool a_as_stored = !a_strided.is_zero() && a_strided != a_plain;
   bool b_as_stored = !b_strided.is_zero() && b_strided != b_plain;
   Pd pd = make_pd(a_plain, b_plain);
+  const int64_t rows = rank == 2 ? m : dst[0] * m;
+  const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
+  if (graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && quantization.empty()) {
+    pd = with_small_rows_weights(pd, b_dims, b_type, rows, [&](const memory::desc& weights) {
+      return make_pd(a_plain, weights);
+    });
+  }
   if (a_as_stored || b_as_stored) {
     // Only when the kernel stays the same: oneDNN 3.2's brgemm matmul takes a permuted src but not
     // every permuted weights layout, and its fallbacks (gemm:jit, ref) cost more than the copy.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -251,6 +252,27 @@ TEST(OpCorrectness, MatmulWithConstantTransposedWeightsAndBiasMatchesReference) 
   const auto outputs = run_model(model, {a});
   ASSERT_EQ(outputs.size(), 1u);
   expect_close(outputs[0], matmul_ref(a, b, bias, 2, 1, 3, 8, 5, true), "linear");
+}
+
+// 1 to 5 rows: decode-sized linear layers take narrower weight blocks (1-2 rows, 3-4 rows) than
+// larger ones; widths that are not multiples of the blocks.
+TEST(OpCorrectness, LinearWithFewRowsMatchesReference) {
+  const int64_t k = 37, n = 70;
+  const auto b = random_values(n * k, 16);
+  const auto bias = random_values(n, 17);
+  for (int64_t rows = 1; rows <= 5; ++rows) {
+    const auto a = random_values(rows * k, 18 + static_cast<uint32_t>(rows));
+    Model model;
+    const uint32_t src = model.input({1, rows, k});
+    const uint32_t weights = model.constant({n, k}, b);
+    const uint32_t bi = model.constant({n}, bias);
+    const uint32_t dst = model.value({1, rows, n});
+    model.payload.step(Kind::Matmul, {src, weights, bi}, {dst}, {ints("transpose_b", {1})});
+    model.output(dst, {1, rows, n});
+    const auto outputs = run_model(model, {a});
+    ASSERT_EQ(outputs.size(), 1u);
+    expect_close(outputs[0], matmul_ref(a, b, bias, 1, 1, rows, k, n, true), "rows " + std::to_string(rows));
+  }
 }
 
 // QUANTIZE_ROWS, then an int8 MATMUL whose first post-ops multiply the row scales back in and add
