@@ -219,12 +219,15 @@ bool fold_batch_into_rows(
       std::equal(a_dims.begin(), a_dims.begin() + batch, dst.begin());
 }
 
-// A decode step's linear layers (M = 1 to 4 rows) stream their weights from memory once per call.
-// oneDNN 3.2 picks blocks 64 columns wide for them, which its brgemm kernel streams at 20-27 GB/s on
-// the dev machine; blocks 16 columns wide at 26-33 GB/s (weights out of cache, alternating
-// measurements of decode shapes, fp32 and bf16, 2026-11-30). Kept only where oneDNN builds the same
-// kernel for them.
+// A decode step's linear layers (M = 1 to 4 rows) stream their weights from memory once per call
+// when the model's weights do not fit in the caches. oneDNN 3.2 picks blocks 64 columns wide for
+// them, which its brgemm kernel streams at 20-27 GB/s on the dev machine; blocks 16 columns wide at
+// 26-33 GB/s (weights out of cache, alternating measurements of decode shapes, fp32 and bf16,
+// 2026-11-30). From cache the wide blocks are faster (a 512 x 1000 head: 69 against 52 GB/s), so
+// only graphs with more weights than kStreamedWeightBytes get the narrow ones, and only where oneDNN
+// builds the same kernel for them.
 constexpr int64_t kSmallRows = 4;
+constexpr size_t kStreamedWeightBytes = size_t{32} << 20;
 
 // The narrow-block layout of constant weights [K, N] or [1, K, N], or `any` when there is none.
 memory::format_tag small_rows_weights_tag(size_t rank, DataType type, int64_t rows) {
@@ -347,7 +350,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   Pd pd = make_pd(a_plain, b_plain);
   const int64_t rows = rank == 2 ? m : dst[0] * m;
   const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
-  if (graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && quantization.empty()) {
+  const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
+  if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && quantization.empty()) {
     pd = with_small_rows_weights(pd, b_dims, b_type, rows, [&](const memory::desc& weights) {
       return make_pd(a_plain, weights);
     });

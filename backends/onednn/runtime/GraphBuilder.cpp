@@ -31,6 +31,12 @@ GraphBuilder::GraphBuilder(
       engine_(engine),
       stream_(stream),
       value_buffer_(payload.values.size(), kNoValue) {
+  for (uint32_t id = 0; id < payload.values.size(); ++id) {
+    if (payload.values[id].is_constant) {
+      constant_bytes_ += static_cast<size_t>(element_count(payload.values[id].dims)) *
+          memory::data_type_size(data_type(id));
+    }
+  }
   for (uint32_t i = 0; i < payload.inputs.size(); ++i) {
     const uint32_t id = payload.inputs[i];
     Buffer buffer;

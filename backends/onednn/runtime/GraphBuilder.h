@@ -71,6 +71,10 @@ class GraphBuilder {
   bool is_constant(uint32_t id) const {
     return payload_.values[id].is_constant;
   }
+  // Bytes of all the graph's constants, as stored in the program.
+  size_t constant_bytes() const {
+    return constant_bytes_;
+  }
   // The value's element type (the payload parser refuses F16 and S32 values).
   DataType data_type(uint32_t id) const {
     switch (static_cast<DType>(payload_.values[id].dtype)) {
@@ -211,6 +215,7 @@ class GraphBuilder {
   const Payload& payload_;
   const runtime::NamedDataMap* named_data_;
   SharedBlocks* shared_;
+  size_t constant_bytes_ = 0;
   const dnnl::engine& engine_;
   dnnl::stream& stream_;
   std::vector<Buffer> buffers_;

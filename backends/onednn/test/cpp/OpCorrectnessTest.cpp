@@ -254,10 +254,11 @@ TEST(OpCorrectness, MatmulWithConstantTransposedWeightsAndBiasMatchesReference) 
   expect_close(outputs[0], matmul_ref(a, b, bias, 2, 1, 3, 8, 5, true), "linear");
 }
 
-// 1 to 5 rows: decode-sized linear layers take narrower weight blocks (1-2 rows, 3-4 rows) than
-// larger ones; widths that are not multiples of the blocks.
+// 1 to 5 rows of a graph with more weights than the caches hold (33.6 MB): decode-sized linear
+// layers take narrower weight blocks (1-2 rows, 3-4 rows) than larger ones; N is not a multiple of
+// the blocks.
 TEST(OpCorrectness, LinearWithFewRowsMatchesReference) {
-  const int64_t k = 37, n = 70;
+  const int64_t k = 2048, n = 4100;
   const auto b = random_values(n * k, 16);
   const auto bias = random_values(n, 17);
   for (int64_t rows = 1; rows <= 5; ++rows) {
