@@ -30,10 +30,6 @@ class DelegateGraph {
   // args: graph inputs then graph outputs. Never throws; allocates only to compile a new shape.
   runtime::Error execute(runtime::Span<runtime::EValue*> args) noexcept;
 
-  size_t cached_shapes() const {
-    return entries_.size();
-  }
-
  private:
   using Sizes = std::array<int64_t, kMaxSymbols>;
   struct Entry {
