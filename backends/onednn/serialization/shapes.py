@@ -2,10 +2,10 @@
 
 Lowering works on plain ints; a dynamic dim is a `SymDim`: an int holding the dim at the point the
 program is lowered at (every size at its maximum, unless told otherwise) that carries its sympy
-expression through the arithmetic rules do on dims. The payload stores the expression and the
-runtime evaluates it once the caller's inputs fix the sizes. Whatever a rule computes in a way that
-does not carry (a comparison, an attribute) is caught by lowering the program a second time at the
-minimum sizes and comparing (see onednn_preprocess).
+expression through the arithmetic rules do on dims and on the attributes that follow them (slice
+offsets). The payload stores the expressions and the runtime evaluates them once the caller's inputs
+fix the sizes. Whatever a rule decides in a way that does not carry (a comparison of sizes) is caught
+by lowering the program a second time at the minimum sizes and comparing (see onednn_preprocess).
 """
 
 from __future__ import annotations
