@@ -54,7 +54,8 @@ void DelegateGraph::find_size_sources() {
         static_cast<size_t>(position - payload_.inputs.begin()),
         payload_.values[entry.value].dims.size(),
         entry.dim,
-        &entry.code};
+        &entry.code,
+        entry.code.size() == 2};
   }
 }
 
@@ -71,9 +72,8 @@ Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& siz
     }
     const int64_t size = args[index]->toTensor().size(static_cast<int>(source.dim));
     const SymbolBounds& bounds = payload_.symbols[symbol];
-    const bool bare = source.code->size() == 2; // exactly SYMBOL i
     int64_t value = size;
-    const bool solved = bare ||
+    const bool solved = source.bare ||
         solve_for_symbol(*source.code, symbol, bounds, size, sizes.data(), payload_.symbols.size(), value);
     if (!solved || value < bounds.min || value > bounds.max) {
       ET_LOG(

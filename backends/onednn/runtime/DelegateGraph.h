@@ -44,6 +44,7 @@ class DelegateGraph {
     size_t rank = 0;
     uint32_t dim = 0;
     const std::vector<int64_t>* code = nullptr; // in payload_
+    bool bare = false; // the code is exactly SYMBOL i: the dim is the size
   };
 
   DelegateGraph() = default;
