@@ -10,6 +10,7 @@ from .compact import drop_unused
 from .dynamic_int8 import quantize_matmuls_dynamically
 from .fold_arithmetic import drop_neutral_binaries, fold_operand_scales
 from .fold_batch_norm import fold_batch_norm
+from .fuse_attention import fuse_attention
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
 from .mixed_precision import compute_in_bf16
@@ -25,6 +26,7 @@ PASSES: list[GraphPass] = [
     fold_operand_scales,
     rotate_half_as_matmul,
     fuse_post_ops,
+    fuse_attention,
     fuse_requantize,
     drop_unused,
 ]
@@ -52,6 +54,7 @@ __all__ = [
     "drop_unused",
     "fold_batch_norm",
     "fold_operand_scales",
+    "fuse_attention",
     "fuse_post_ops",
     "fuse_requantize",
     "passes_for",

@@ -12,8 +12,9 @@ from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
 
 KEEP_FP32 = {StepKind.SOFTMAX, StepKind.LAYER_NORM, StepKind.BATCH_NORM, StepKind.REDUCTION, StepKind.QUANTIZE_ROWS}
-# These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there).
-MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
+# These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there;
+# attention keeps its scores and softmax in fp32).
+MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL, StepKind.ATTENTION}
 # Layout steps keep their input's type: a type change there would be an extra conversion.
 FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER}
 

@@ -31,7 +31,9 @@ FOLLOW_LAYOUT = frozenset({StepKind.ELTWISE, StepKind.BINARY, StepKind.BATCH_NOR
 # Steps that pass their input's layout on through a view (of strided memory) or a copy.
 VIEW_LAYOUT = frozenset({StepKind.RESHAPE, StepKind.REORDER})
 # Steps that read their first input in plain layout only.
-READ_PLAIN = frozenset({StepKind.MATMUL, StepKind.LAYER_NORM, StepKind.SOFTMAX, StepKind.QUANTIZE_ROWS})
+READ_PLAIN = frozenset(
+    {StepKind.MATMUL, StepKind.LAYER_NORM, StepKind.SOFTMAX, StepKind.QUANTIZE_ROWS, StepKind.ATTENTION}
+)
 COMMUTATIVE = frozenset({BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN})
 
 

@@ -248,8 +248,9 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
   return Error::Ok;
 }
 
-// Host loops run on the calling thread, inside the thread arena; a QuantizeRows loop's rows are
-// independent and split across the arena's threads (a BERT layer quantizes ~700K values per run).
+// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows or
+// Softmax loop are independent and split across the arena's threads (a BERT layer quantizes ~700K
+// values per run).
 void CompiledGraph::run_host_step(const PreparedStep& step) {
   constexpr size_t kValuesPerChunk = 16384;
   const HostLoop& loop = step.host;
@@ -260,6 +261,14 @@ void CompiledGraph::run_host_step(const PreparedStep& step) {
     const size_t grain = std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.extent));
     parallel_chunks(loop.outer, grain, [&](size_t begin, size_t end) {
       quantize_rows(loop, source, target, aux, begin, end);
+    });
+    return;
+  }
+  if (loop.kind == HostLoop::Kind::Softmax) {
+    const size_t grain =
+        std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.softmax.extent));
+    parallel_chunks(loop.softmax.rows, grain, [&](size_t begin, size_t end) {
+      softmax_rows(loop.softmax, source, target, static_cast<const float*>(aux), begin, end);
     });
     return;
   }

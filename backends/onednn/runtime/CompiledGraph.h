@@ -76,7 +76,7 @@ class CompiledGraph {
     HostLoop host;
     dnnl::memory host_dst;
     dnnl::memory host_src;
-    dnnl::memory host_aux; // a second output (QuantizeRows: the row scales)
+    dnnl::memory host_aux; // QuantizeRows: the row scales (a second output); Softmax: the mask
     size_t host_dst_count = 0;
   };
   static void run_host_step(const PreparedStep& step);

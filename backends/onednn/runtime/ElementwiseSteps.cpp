@@ -202,6 +202,21 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   // and converts its result when the output is bf16.
   const bool zero_masked_rows =
       step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
+  if (alg == algorithm::softmax_accurate && axis + 1 == static_cast<int>(dims.size()) && dims.back() > 0 &&
+      host_softmax_available()) {
+    const DataType src_type = graph.data_type(src) == DataType::bf16 ? DataType::bf16 : DataType::f32;
+    const DataType dst_type = graph.compute_type(step.outputs[0]);
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Softmax;
+    loop.softmax.extent = static_cast<size_t>(dims.back());
+    loop.softmax.rows = static_cast<size_t>(element_count(dims)) / loop.softmax.extent;
+    loop.softmax.src_bf16 = src_type == DataType::bf16;
+    loop.softmax.dst_bf16 = dst_type == DataType::bf16;
+    loop.softmax.zero_fully_masked = zero_masked_rows;
+    const BufferId source = graph.input(src, plain_desc(dims, src_type));
+    graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(dims, dst_type)), source);
+    return;
+  }
   const memory::desc output = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const memory::desc layout = zero_masked_rows ? plain_desc(dims) : output;
   const dnnl::softmax_forward::primitive_desc pd(

@@ -176,7 +176,8 @@ class GraphBuilder {
       const ArgList& args);
   void add_reorder(BufferId source, BufferId destination);
   void add_fill(BufferId target, float value); // target: f32 or bf16
-  // A loop on the calling thread writing `target` (and `aux`) and reading `source`, when given.
+  // A loop on the calling thread writing `target` and reading `source`, when given; `aux` is a
+  // second buffer the loop writes or reads (HostLoop::Kind says which).
   void add_host_loop(
       const HostLoop& loop,
       BufferId target,

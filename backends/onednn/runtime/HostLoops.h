@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "Softmax.h"
+
 namespace executorch::backends::onednn {
 
 struct HostLoop {
@@ -16,6 +18,7 @@ struct HostLoop {
     Fill, // dst[:] = value
     ZeroFullyMaskedRows, // dst row = 0 where every src entry along the row is -inf
     QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
+    Softmax, // dst = softmax of src along contiguous rows (Softmax.h), aux: the mask when it has one
   };
   Kind kind = Kind::Fill;
   float value = 0.0f;
@@ -25,6 +28,7 @@ struct HostLoop {
   size_t outer = 0;
   size_t extent = 0;
   size_t inner = 0;
+  SoftmaxRows softmax; // Softmax
 };
 
 // PyTorch's safe softmax returns zeros for a row masked entirely (oneDNN's softmax gives NaN).
@@ -128,6 +132,9 @@ inline void run_host_loop(
       break;
     case HostLoop::Kind::QuantizeRows: // all rows on this thread; execute() splits them instead
       quantize_rows(loop, src, dst, aux, 0, loop.outer);
+      break;
+    case HostLoop::Kind::Softmax: // likewise
+      softmax_rows(loop.softmax, src, dst, static_cast<const float*>(aux), 0, loop.softmax.rows);
       break;
   }
 }

@@ -60,8 +60,9 @@ enum class StepKind : uint32_t {
   Resampling = 14,
   Pad = 15,
   QuantizeRows = 16,
+  Attention = 17,
 };
-inline constexpr uint32_t kNumStepKinds = 17; // codes 1..16; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 18; // codes 1..17; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -118,6 +119,7 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
     {"RESAMPLING", 1, 1, false, false},
     {"PAD", 1, 1, false, false},
     {"QUANTIZE_ROWS", 1, 1, false, false, 2},
+    {"ATTENTION", 3, 4, false, false},
 };
 
 inline bool is_known_step_kind(uint32_t code) {

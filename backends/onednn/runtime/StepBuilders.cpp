@@ -30,6 +30,7 @@ constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
     build_resampling,
     build_pad,
     build_quantize_rows,
+    build_attention,
 };
 
 } // namespace

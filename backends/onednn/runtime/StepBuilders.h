@@ -31,6 +31,7 @@ void build_reshape(const StepRecord& step, GraphBuilder& graph);
 void build_concat(const StepRecord& step, GraphBuilder& graph);
 void build_pad(const StepRecord& step, GraphBuilder& graph);
 void build_quantize_rows(const StepRecord& step, GraphBuilder& graph);
+void build_attention(const StepRecord& step, GraphBuilder& graph);
 
 // ---- helpers shared by the builders ----
 

@@ -72,6 +72,7 @@ class StepKind(IntEnum):
     RESAMPLING = 14
     PAD = 15
     QUANTIZE_ROWS = 16
+    ATTENTION = 17
 
 
 class EltwiseAlg(IntEnum):

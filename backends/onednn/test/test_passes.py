@@ -433,9 +433,8 @@ def test_exported_attention_loses_its_zero_mask_scales_and_views() -> None:
     graph = lower(model, inputs).payloads()[0]
     kinds = [s.kind for s in graph.steps]
     assert BINARY not in kinds and ELTWISE not in kinds, readable(step_summary(graph))
-    scores = next(s for s in graph.steps if s.kind == MATMUL and s.inputs[2] == NO_VALUE)
-    assert scores.ints["post_ops"][:2] == eltwise_post_op(EltwiseAlg.LINEAR)
-    assert scores.floats["post_op_params"][0] == pytest.approx(0.3)
+    (attention,) = [s for s in graph.steps if s.kind == StepKind.ATTENTION]  # the scale folded into it
+    assert attention.floats["scale"][0] == pytest.approx(0.3)
     output_projection = graph.steps[-1]
     assert output_projection.ints["post_ops"] == binary_post_op(BinaryAlg.ADD), readable(step_summary(graph))
     identity_reshapes = [

@@ -1,0 +1,234 @@
+#include "Softmax.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "HostLoops.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+// The kernel is compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) while the library targets
+// baseline x86-64; host_softmax_available() guards every call.
+#define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+// GCC 12 warns inside its own AVX-512 intrinsics when they are inlined into target-attribute
+// functions (its _mm512_undefined_* self-initialize; GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace executorch::backends::onednn {
+namespace {
+
+constexpr size_t kLanes = 16;
+
+ODNN_AVX512 inline __mmask16 tail_mask(size_t count) {
+  return count >= kLanes ? static_cast<__mmask16>(0xFFFF)
+                         : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Across the 16 lanes.
+ODNN_AVX512 inline float horizontal_max(__m512 v) {
+  const __m256 eight = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 four = _mm_max_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  four = _mm_max_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_max_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
+
+ODNN_AVX512 inline float horizontal_sum(__m512 v) {
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
+
+// Masked-off lanes read as `fill`.
+ODNN_AVX512 inline __m512 load(const void* row, bool bf16, size_t at, __mmask16 mask, __m512 fill) {
+  if (bf16) {
+    const __m256i half = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + at);
+    const __m512 value = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+    return _mm512_mask_blend_ps(mask, fill, value);
+  }
+  return _mm512_mask_loadu_ps(fill, mask, static_cast<const float*>(row) + at);
+}
+
+// f32 -> bf16 rounds to nearest even, NaN stays a quiet NaN, as oneDNN converts.
+ODNN_AVX512 inline void store(void* row, bool bf16, size_t at, __mmask16 mask, __m512 value) {
+  if (!bf16) {
+    _mm512_mask_storeu_ps(static_cast<float*>(row) + at, mask, value);
+    return;
+  }
+  const __m512i bits = _mm512_castps_si512(value);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
+  rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
+  _mm256_mask_storeu_epi16(
+      static_cast<uint16_t*>(row) + at, mask, _mm512_cvtepi32_epi16(rounded));
+}
+
+// exp(x) within about 1 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 and
+// 2^n applied exactly by scalef. Below -104 the result is 0 (as exp(-inf)); a NaN stays NaN (max
+// and min return their second operand when one is NaN).
+ODNN_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+  const __m512 n = _mm512_roundscale_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// x = src (+ mask) for lanes of `mask` (masked-off lanes: -inf).
+ODNN_AVX512 inline __m512 input(const void* src, bool bf16, const float* mask_row, size_t at, __mmask16 mask) {
+  const __m512 minus_infinity = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 x = load(src, bf16, at, mask, minus_infinity);
+  return mask_row == nullptr ? x : _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, mask_row + at));
+}
+
+// One row: the first `valid` values take part, the rest of the `extent` become 0.
+ODNN_AVX512 void softmax_row_avx512(
+    const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
+  float max = -std::numeric_limits<float>::infinity();
+  __mmask16 nan = 0; // max() drops NaNs: they are looked for separately
+  if (valid > 0) {
+    __m512 running_max = _mm512_set1_ps(max);
+    for (size_t at = 0; at < valid; at += kLanes) {
+      const __m512 x = input(src, rows.src_bf16, mask_row, at, tail_mask(valid - at));
+      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      running_max = _mm512_max_ps(running_max, x);
+    }
+    max = nan != 0 ? std::numeric_limits<float>::quiet_NaN() : horizontal_max(running_max);
+  }
+  if (max == -std::numeric_limits<float>::infinity()) {
+    valid = 0; // fully masked: zeros, or NaN as PyTorch's plain softmax gives
+  }
+  const __m512 shift = _mm512_set1_ps(max);
+  // An f32 dst keeps the exponentials for the final scaling; a bf16 one would round them, so they
+  // are computed again instead.
+  __m512 sum = _mm512_setzero_ps();
+  for (size_t at = 0; at < valid; at += kLanes) {
+    const __mmask16 mask = tail_mask(valid - at);
+    const __m512 e = exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift));
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
+    if (!rows.dst_bf16) {
+      store(dst, false, at, mask, e);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(1.0f / horizontal_sum(sum));
+  for (size_t at = 0; at < valid; at += kLanes) {
+    const __mmask16 mask = tail_mask(valid - at);
+    const __m512 e = rows.dst_bf16
+        ? exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift))
+        : load(dst, false, at, mask, _mm512_setzero_ps());
+    store(dst, rows.dst_bf16, at, mask, _mm512_mul_ps(e, scale));
+  }
+  const bool nan_row = valid == 0 && !rows.zero_fully_masked;
+  const __m512 rest = nan_row ? _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()) : _mm512_setzero_ps();
+  for (size_t at = valid; at < rows.extent; at += kLanes) {
+    store(dst, rows.dst_bf16, at, tail_mask(rows.extent - at), rest);
+  }
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
+// The same, one value at a time, for CPUs (or instruction-set caps) without AVX-512.
+void softmax_row_scalar(
+    const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
+  const auto x = [&](size_t e) {
+    const float value = rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e])
+                                      : static_cast<const float*>(src)[e];
+    return mask_row == nullptr ? value : value + mask_row[e];
+  };
+  const auto put = [&](size_t e, float value) {
+    if (rows.dst_bf16) {
+      static_cast<uint16_t*>(dst)[e] = to_bf16_bits(value);
+    } else {
+      static_cast<float*>(dst)[e] = value;
+    }
+  };
+  float max = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (size_t e = 0; e < valid; ++e) {
+    const float value = x(e);
+    nan = nan || value != value;
+    max = value > max ? value : max;
+  }
+  if (max == -std::numeric_limits<float>::infinity() && !nan) {
+    valid = 0;
+  }
+  float sum = 0.0f;
+  for (size_t e = 0; e < valid; ++e) {
+    sum += std::exp(x(e) - max);
+  }
+  const float scale = nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / sum;
+  for (size_t e = 0; e < valid; ++e) {
+    put(e, std::exp(x(e) - max) * scale);
+  }
+  const float rest = valid == 0 && !rows.zero_fully_masked ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  for (size_t e = valid; e < rows.extent; ++e) {
+    put(e, rest);
+  }
+}
+
+} // namespace
+
+bool host_softmax_available() noexcept {
+  const auto needed = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & needed) == needed;
+}
+
+void softmax_rows(
+    const SoftmaxRows& rows,
+    const void* src,
+    void* dst,
+    const float* mask,
+    size_t begin,
+    size_t end) {
+  const bool vector = host_softmax_available();
+  const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
+  const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
+  for (size_t row = begin; row < end; ++row) {
+    const size_t query = rows.first_query + row % rows.block_rows;
+    const float* mask_row = nullptr;
+    if (rows.has_mask) {
+      const size_t group = row / rows.block_rows;
+      const size_t head = group % (rows.kv_heads * rows.heads_per_kv);
+      const size_t batch = group / (rows.kv_heads * rows.heads_per_kv);
+      mask_row = mask + batch * rows.mask_batch_stride + head * rows.mask_head_stride +
+          query * rows.mask_query_stride;
+    }
+    const size_t valid = rows.causal ? std::min(rows.extent, query + 1) : rows.extent;
+    const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
+    void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
+    if (vector) {
+      softmax_row_avx512(rows, src_row, dst_row, mask_row, valid);
+    } else {
+      softmax_row_scalar(rows, src_row, dst_row, mask_row, valid);
+    }
+  }
+}
+
+} // namespace executorch::backends::onednn

@@ -1,0 +1,51 @@
+// Softmax along contiguous rows, on the host: the SOFTMAX step's kernel where it is faster than
+// oneDNN's, and the ATTENTION step's, which adds the mask and applies causality on the way.
+// oneDNN 3.2's softmax primitive is slow on the CPUs we measured (AMD Zen 4, 2 threads: 106 us for
+// ViT-Tiny's 3x197x197 attention probabilities, against 44 us here, and slower on two threads than
+// on one).
+#pragma once
+
+#include <cstddef>
+
+namespace executorch::backends::onednn {
+
+struct SoftmaxRows {
+  size_t rows = 0;
+  size_t extent = 0; // values per row, contiguous
+  bool src_bf16 = false;
+  bool dst_bf16 = false;
+  // PyTorch's safe softmax (decomposed and fused attention): a row whose inputs are all -inf becomes
+  // zeros instead of NaN.
+  bool zero_fully_masked = false;
+
+  // Attention rows: row r is query `first_query + r % block_rows` of head group r / block_rows, in
+  // the order [batch][kv_heads][heads_per_kv]. An f32 mask row (mask_strides in elements, 0 along
+  // a broadcast dim) is added before the softmax; a causal row sees keys up to its query's index,
+  // and the entries after those are written as 0.
+  bool has_mask = false;
+  bool causal = false;
+  size_t block_rows = 1;
+  size_t first_query = 0;
+  size_t kv_heads = 1;
+  size_t heads_per_kv = 1;
+  size_t mask_batch_stride = 0;
+  size_t mask_head_stride = 0;
+  size_t mask_query_stride = 0;
+};
+
+// Whether the AVX-512 kernel runs: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
+// option "max_isa", ONEDNN_MAX_CPU_ISA) allows avx512_core, so that a cap holds for our code too.
+// Otherwise softmax_rows() runs a scalar loop.
+bool host_softmax_available() noexcept;
+
+// Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) with x = src (+ mask), in f32. A NaN in
+// a row makes the row NaN. `mask` is the f32 mask's first element when rows.has_mask.
+void softmax_rows(
+    const SoftmaxRows& rows,
+    const void* src,
+    void* dst,
+    const float* mask,
+    size_t begin,
+    size_t end);
+
+} // namespace executorch::backends::onednn
