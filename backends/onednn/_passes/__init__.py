@@ -13,6 +13,7 @@ from .fold_batch_norm import fold_batch_norm
 from .fuse_attention import fuse_attention
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
+from .fuse_rms_norm import fuse_rms_norm
 from .mixed_precision import compute_in_bf16
 from .plan_layouts import plan_layouts
 from .rotate_half import rotate_half_as_matmul
@@ -25,6 +26,7 @@ PASSES: list[GraphPass] = [
     drop_neutral_binaries,
     fold_operand_scales,
     rotate_half_as_matmul,
+    fuse_rms_norm,
     fuse_post_ops,
     fuse_attention,
     fuse_requantize,
@@ -57,6 +59,7 @@ __all__ = [
     "fuse_attention",
     "fuse_post_ops",
     "fuse_requantize",
+    "fuse_rms_norm",
     "passes_for",
     "plan_layouts",
     "quantize_matmuls_dynamically",

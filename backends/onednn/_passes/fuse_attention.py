@@ -78,6 +78,8 @@ def _attention(
         reader = only_reader(probabilities)
     first = scores.matmul
     score_dims = graph.values[first.outputs[0]].dims
+    if graph.values[source].dims[-1] != score_dims[-1]:
+        return None  # a view that regroups the scores' rows: the softmax runs over other rows
     if reader is None or not _plain_matmul(reader) or reader.inputs[0] != probabilities:
         return None
     if graph.values[probabilities].dims != score_dims or reader.ints.get("transpose_b", [0])[0] != 0:

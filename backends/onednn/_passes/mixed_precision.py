@@ -11,7 +11,14 @@ from __future__ import annotations
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
 
-KEEP_FP32 = {StepKind.SOFTMAX, StepKind.LAYER_NORM, StepKind.BATCH_NORM, StepKind.REDUCTION, StepKind.QUANTIZE_ROWS}
+KEEP_FP32 = {
+    StepKind.SOFTMAX,
+    StepKind.LAYER_NORM,
+    StepKind.RMS_NORM,
+    StepKind.BATCH_NORM,
+    StepKind.REDUCTION,
+    StepKind.QUANTIZE_ROWS,
+}
 # These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there;
 # attention keeps its scores and softmax in fp32).
 MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL, StepKind.ATTENTION}

@@ -32,7 +32,14 @@ FOLLOW_LAYOUT = frozenset({StepKind.ELTWISE, StepKind.BINARY, StepKind.BATCH_NOR
 VIEW_LAYOUT = frozenset({StepKind.RESHAPE, StepKind.REORDER})
 # Steps that read their first input in plain layout only.
 READ_PLAIN = frozenset(
-    {StepKind.MATMUL, StepKind.LAYER_NORM, StepKind.SOFTMAX, StepKind.QUANTIZE_ROWS, StepKind.ATTENTION}
+    {
+        StepKind.MATMUL,
+        StepKind.LAYER_NORM,
+        StepKind.RMS_NORM,
+        StepKind.SOFTMAX,
+        StepKind.QUANTIZE_ROWS,
+        StepKind.ATTENTION,
+    }
 )
 COMMUTATIVE = frozenset({BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN})
 

@@ -248,8 +248,8 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
   return Error::Ok;
 }
 
-// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows or
-// Softmax loop are independent and split across the arena's threads (a BERT layer quantizes ~700K
+// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows,
+// Softmax or RmsNorm loop are independent and split across the arena's threads (a BERT layer quantizes ~700K
 // values per run).
 void CompiledGraph::run_host_step(const PreparedStep& step) {
   constexpr size_t kValuesPerChunk = 16384;
@@ -269,6 +269,14 @@ void CompiledGraph::run_host_step(const PreparedStep& step) {
         std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.softmax.extent));
     parallel_chunks(loop.softmax.rows, grain, [&](size_t begin, size_t end) {
       softmax_rows(loop.softmax, source, target, static_cast<const float*>(aux), begin, end);
+    });
+    return;
+  }
+  if (loop.kind == HostLoop::Kind::RmsNorm) {
+    const size_t grain =
+        std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.rms_norm.extent));
+    parallel_chunks(loop.rms_norm.rows, grain, [&](size_t begin, size_t end) {
+      rms_norm_rows(loop.rms_norm, source, target, static_cast<const float*>(aux), begin, end);
     });
     return;
   }

@@ -1,5 +1,8 @@
-// ELTWISE, BINARY, POOLING, REDUCTION, BATCH_NORM, LAYER_NORM, SOFTMAX, RESAMPLING. Steps that work
-// in any layout read their input as it is and write dst in the same (or oneDNN's matching) layout.
+// ELTWISE, BINARY, POOLING, REDUCTION, BATCH_NORM, LAYER_NORM, RMS_NORM, SOFTMAX, RESAMPLING. Steps
+// that work in any layout read their input as it is and write dst in the same (or oneDNN's matching)
+// layout.
+#include <cmath>
+
 #include "Algorithms.h"
 #include "InitError.h"
 #include "StepBuilders.h"
@@ -191,6 +194,41 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   graph.add_primitive(dnnl::layer_normalization_forward(pd), pd, args);
 }
 
+// On the host (RowKernels.h): oneDNN 3.2's layer normalization always subtracts the mean.
+void build_rms_norm(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims dims = graph.dims(src);
+  require_same_dims(dims, graph.dims(step.outputs[0]), "src and dst dims");
+  ODNN_CHECK(!dims.empty() && dims.back() > 0, "src %s must have a last dim", dims_string(dims).c_str());
+  const double eps = step.float_scalar("eps");
+  ODNN_CHECK(std::isfinite(eps) && eps >= 0.0, "eps %g must be finite and >= 0", eps);
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::RmsNorm;
+  loop.rms_norm.extent = static_cast<size_t>(dims.back());
+  loop.rms_norm.rows = static_cast<size_t>(element_count(dims)) / loop.rms_norm.extent;
+  loop.rms_norm.eps = static_cast<float>(eps);
+  const DataType src_type = graph.data_type(src) == DataType::bf16 ? DataType::bf16 : DataType::f32;
+  const DataType dst_type = graph.compute_type(step.outputs[0]);
+  loop.rms_norm.src_bf16 = src_type == DataType::bf16;
+  loop.rms_norm.dst_bf16 = dst_type == DataType::bf16;
+  BufferId weight = kNoBuffer;
+  if (step.has_input(1)) {
+    const memory::dims weight_dims = graph.dims(step.inputs[1]);
+    ODNN_CHECK(
+        element_count(weight_dims) == dims.back() && weight_dims.back() == dims.back(),
+        "weight %s must hold one value per element of the last dim of %s",
+        dims_string(weight_dims).c_str(),
+        dims_string(dims).c_str());
+    loop.rms_norm.has_weight = true;
+    weight = graph.input_view(
+        step.inputs[1],
+        plain_desc({dims.back()}, graph.data_type(step.inputs[1])),
+        plain_desc({dims.back()}, DataType::f32));
+  }
+  const BufferId source = graph.input(src, plain_desc(dims, src_type));
+  graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(dims, dst_type)), source, weight);
+}
+
 void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims dims = graph.dims(src);
@@ -203,7 +241,7 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const bool zero_masked_rows =
       step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
   if (alg == algorithm::softmax_accurate && axis + 1 == static_cast<int>(dims.size()) && dims.back() > 0 &&
-      host_softmax_available()) {
+      host_avx512_available()) {
     const DataType src_type = graph.data_type(src) == DataType::bf16 ? DataType::bf16 : DataType::f32;
     const DataType dst_type = graph.compute_type(step.outputs[0]);
     HostLoop loop;

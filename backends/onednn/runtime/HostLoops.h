@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "Softmax.h"
+#include "RowKernels.h"
 
 namespace executorch::backends::onednn {
 
@@ -18,7 +18,8 @@ struct HostLoop {
     Fill, // dst[:] = value
     ZeroFullyMaskedRows, // dst row = 0 where every src entry along the row is -inf
     QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
-    Softmax, // dst = softmax of src along contiguous rows (Softmax.h), aux: the mask when it has one
+    Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
+    RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
   };
   Kind kind = Kind::Fill;
   float value = 0.0f;
@@ -29,6 +30,7 @@ struct HostLoop {
   size_t extent = 0;
   size_t inner = 0;
   SoftmaxRows softmax; // Softmax
+  RmsNormRows rms_norm; // RmsNorm
 };
 
 // PyTorch's safe softmax returns zeros for a row masked entirely (oneDNN's softmax gives NaN).
@@ -135,6 +137,9 @@ inline void run_host_loop(
       break;
     case HostLoop::Kind::Softmax: // likewise
       softmax_rows(loop.softmax, src, dst, static_cast<const float*>(aux), 0, loop.softmax.rows);
+      break;
+    case HostLoop::Kind::RmsNorm: // likewise
+      rms_norm_rows(loop.rms_norm, src, dst, static_cast<const float*>(aux), 0, loop.rms_norm.rows);
       break;
   }
 }

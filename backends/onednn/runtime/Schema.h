@@ -61,8 +61,9 @@ enum class StepKind : uint32_t {
   Pad = 15,
   QuantizeRows = 16,
   Attention = 17,
+  RmsNorm = 18,
 };
-inline constexpr uint32_t kNumStepKinds = 18; // codes 1..17; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 19; // codes 1..18; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -120,6 +121,7 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
     {"PAD", 1, 1, false, false},
     {"QUANTIZE_ROWS", 1, 1, false, false, 2},
     {"ATTENTION", 3, 4, false, false},
+    {"RMS_NORM", 1, 2, false, false},
 };
 
 inline bool is_known_step_kind(uint32_t code) {

@@ -31,6 +31,7 @@ constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
     build_pad,
     build_quantize_rows,
     build_attention,
+    build_rms_norm,
 };
 
 } // namespace

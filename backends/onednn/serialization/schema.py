@@ -73,6 +73,7 @@ class StepKind(IntEnum):
     PAD = 15
     QUANTIZE_ROWS = 16
     ATTENTION = 17
+    RMS_NORM = 18
 
 
 class EltwiseAlg(IntEnum):

@@ -121,8 +121,8 @@ def test_a_mask_varying_per_head_across_a_flattened_batch_stays_unfused() -> Non
 
 
 # --- the pass on hand-made graphs --------------------------------------------------------------------------
-def scores_graph(mask_dims: tuple[int, ...] | None, reshaped: bool) -> Graph:
-    """q [4, 6, 8] @ kᵀ [4, 8, 7] * 0.5 [viewed as [2, 2, 6, 7]] [+ mask] -> softmax -> [viewed back] @ v."""
+def scores_graph(mask_dims: tuple[int, ...] | None, reshaped: bool, view: tuple[int, ...] = (2, 2, 6, 7)) -> Graph:
+    """q [4, 6, 8] @ kᵀ [4, 8, 7] * 0.5 [viewed as `view`] [+ mask] -> softmax -> [viewed back] @ v."""
     graph = Graph()
     q, kt, v = (
         graph.add_value(DType.F32, (4, 6, 8)),
@@ -142,7 +142,7 @@ def scores_graph(mask_dims: tuple[int, ...] | None, reshaped: bool) -> Graph:
     )
     seen = scores
     if reshaped:
-        seen = graph.add_value(DType.F32, (2, 2, 6, 7))
+        seen = graph.add_value(DType.F32, view)
         graph.add_step(Step(StepKind.RESHAPE, [scores], [seen]))
     if mask_dims is not None:
         mask = graph.add_value(DType.F32, mask_dims)
@@ -186,6 +186,11 @@ def test_the_pass_fuses_only_what_the_step_computes_the_same(
     if fused:
         assert last.ints["keys_transposed"] == [1] and last.floats["scale"] == [0.5]
         assert (last.inputs[3] == NO_VALUE) == (mask_dims is None)
+
+
+def test_a_softmax_over_regrouped_rows_is_not_fused() -> None:
+    graph = fuse_attention(scores_graph(None, True, view=(4, 42)))
+    assert graph.steps[-1].kind == StepKind.MATMUL
 
 
 def test_a_scores_value_read_twice_is_not_fused() -> None:

@@ -487,6 +487,44 @@ TEST(OpCorrectness, SoftmaxZeroesFullyMaskedRowsOnRequest) {
   expect_close(outputs[0], expected, "softmax with fully masked rows zeroed");
 }
 
+// x / sqrt(mean(x^2) + eps) * weight per row of the last dim, in double.
+std::vector<float> rms_norm_ref(const std::vector<float>& x, size_t width, const std::vector<float>& weight, double eps) {
+  std::vector<float> out(x.size());
+  for (size_t row = 0; row < x.size() / width; ++row) {
+    double squares = 0.0;
+    for (size_t e = 0; e < width; ++e) {
+      squares += static_cast<double>(x[row * width + e]) * x[row * width + e];
+    }
+    const double scale = 1.0 / std::sqrt(squares / width + eps);
+    for (size_t e = 0; e < width; ++e) {
+      out[row * width + e] = static_cast<float>(x[row * width + e] * scale * weight[e]);
+    }
+  }
+  return out;
+}
+
+TEST(OpCorrectness, RmsNormMatchesReferenceWithAndWithoutWeight) {
+  const std::vector<int64_t> dims = {2, 3, 37}; // 37: two vectors and a tail of 5
+  const auto x = random_values(2 * 3 * 37, 51);
+  const auto weight = random_values(37, 52);
+  for (bool weighted : {true, false}) {
+    Model model;
+    const uint32_t src = model.input(dims);
+    std::vector<uint32_t> inputs = {src};
+    if (weighted) {
+      inputs.push_back(model.constant({1, 1, 37}, weight));
+    }
+    const uint32_t dst = model.value(dims);
+    model.payload.step(Kind::RmsNorm, inputs, {dst}, {floats("eps", {1e-5})});
+    model.output(dst, dims);
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u);
+    expect_close(
+        outputs[0], rms_norm_ref(x, 37, weighted ? weight : std::vector<float>(37, 1.0f), 1e-5),
+        weighted ? "rms norm with weight" : "rms norm");
+  }
+}
+
 TEST(OpCorrectness, ReorderWithPermutationMatchesReference) {
   const std::vector<int64_t> dims = {2, 3, 4, 5};
   const std::vector<int64_t> permutation = {0, 2, 3, 1};

@@ -242,6 +242,20 @@ size_t resident_kilobytes() {
   return 0;
 }
 
+TEST(PayloadValidation, RmsNormWithBadEpsOrWeightIsRejected) {
+  for (const auto& [eps, weight_dims] :
+       {std::pair<double, std::vector<int64_t>>{-1.0, {8}}, {1e-5, {7}}, {1e-5, {2, 8}}}) {
+    Model model;
+    const uint32_t src = model.input({3, 8});
+    const uint32_t weight = model.constant(weight_dims, std::vector<float>(element_count(weight_dims), 1.0f));
+    const uint32_t dst = model.value({3, 8});
+    model.payload.step(Kind::RmsNorm, {src, weight}, {dst}, {floats("eps", {eps})});
+    model.output(dst, {3, 8});
+    EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram)
+        << "eps " << eps << ", weight of " << weight_dims.size() << " dims";
+  }
+}
+
 TEST(PayloadValidation, InitDestroyThousandTimesReleasesEverything) {
   Model model = valid_model();
   const auto bytes = model.payload.build();

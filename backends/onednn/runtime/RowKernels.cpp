@@ -1,4 +1,4 @@
-#include "Softmax.h"
+#include "RowKernels.h"
 
 #include <immintrin.h>
 
@@ -12,8 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-// The kernel is compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) while the library targets
-// baseline x86-64; host_softmax_available() guards every call.
+// The kernels are compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) while the library targets
+// baseline x86-64; host_avx512_available() guards every call.
 #define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 // GCC 12 warns inside its own AVX-512 intrinsics when they are inlined into target-attribute
@@ -193,9 +193,49 @@ void softmax_row_scalar(
   }
 }
 
+ODNN_AVX512 void rms_norm_row_avx512(
+    const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
+  const size_t extent = rows.extent;
+  __m512 squares = _mm512_setzero_ps();
+  for (size_t at = 0; at < extent; at += kLanes) {
+    const __m512 x = load(src, rows.src_bf16, at, tail_mask(extent - at), _mm512_setzero_ps());
+    squares = _mm512_fmadd_ps(x, x, squares);
+  }
+  const float mean = horizontal_sum(squares) / static_cast<float>(extent);
+  const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(mean + rows.eps));
+  for (size_t at = 0; at < extent; at += kLanes) {
+    const __mmask16 mask = tail_mask(extent - at);
+    __m512 y = _mm512_mul_ps(load(src, rows.src_bf16, at, mask, _mm512_setzero_ps()), scale);
+    if (weight != nullptr) {
+      y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(mask, weight + at));
+    }
+    store(dst, rows.dst_bf16, at, mask, y);
+  }
+}
+
+void rms_norm_row_scalar(const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
+  const auto x = [&](size_t e) {
+    return rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e])
+                         : static_cast<const float*>(src)[e];
+  };
+  float squares = 0.0f;
+  for (size_t e = 0; e < rows.extent; ++e) {
+    squares += x(e) * x(e);
+  }
+  const float scale = 1.0f / std::sqrt(squares / static_cast<float>(rows.extent) + rows.eps);
+  for (size_t e = 0; e < rows.extent; ++e) {
+    const float y = x(e) * scale * (weight != nullptr ? weight[e] : 1.0f);
+    if (rows.dst_bf16) {
+      static_cast<uint16_t*>(dst)[e] = to_bf16_bits(y);
+    } else {
+      static_cast<float*>(dst)[e] = y;
+    }
+  }
+}
+
 } // namespace
 
-bool host_softmax_available() noexcept {
+bool host_avx512_available() noexcept {
   const auto needed = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
   return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & needed) == needed;
 }
@@ -207,7 +247,7 @@ void softmax_rows(
     const float* mask,
     size_t begin,
     size_t end) {
-  const bool vector = host_softmax_available();
+  const bool vector = host_avx512_available();
   const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
   const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
   for (size_t row = begin; row < end; ++row) {
@@ -227,6 +267,28 @@ void softmax_rows(
       softmax_row_avx512(rows, src_row, dst_row, mask_row, valid);
     } else {
       softmax_row_scalar(rows, src_row, dst_row, mask_row, valid);
+    }
+  }
+}
+
+void rms_norm_rows(
+    const RmsNormRows& rows,
+    const void* src,
+    void* dst,
+    const float* weight,
+    size_t begin,
+    size_t end) {
+  const bool vector = host_avx512_available();
+  const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
+  const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
+  const float* row_weight = rows.has_weight ? weight : nullptr;
+  for (size_t row = begin; row < end; ++row) {
+    const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
+    void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
+    if (vector) {
+      rms_norm_row_avx512(rows, src_row, dst_row, row_weight);
+    } else {
+      rms_norm_row_scalar(rows, src_row, dst_row, row_weight);
     }
   }
 }

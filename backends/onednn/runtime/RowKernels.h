@@ -1,8 +1,9 @@
-// Softmax along contiguous rows, on the host: the SOFTMAX step's kernel where it is faster than
-// oneDNN's, and the ATTENTION step's, which adds the mask and applies causality on the way.
-// oneDNN 3.2's softmax primitive is slow on the CPUs we measured (AMD Zen 4, 2 threads: 106 us for
-// ViT-Tiny's 3x197x197 attention probabilities, against 44 us here, and slower on two threads than
-// on one).
+// Kernels along contiguous rows, on the host, where oneDNN 3.2 has no primitive or a slow one:
+// - softmax: the SOFTMAX step's kernel on the last axis, and the ATTENTION step's, which adds the mask
+//   and applies causality on the way. oneDNN 3.2's softmax primitive is slow on the CPUs we measured
+//   (AMD Zen 4, 2 threads: 106 us for ViT-Tiny's 3x197x197 attention probabilities, against 44 us
+//   here, and slower on two threads than on one);
+// - RMS normalization (Llama's RMSNorm), which oneDNN 3.2's layer normalization cannot express.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +34,19 @@ struct SoftmaxRows {
   size_t mask_query_stride = 0;
 };
 
-// Whether the AVX-512 kernel runs: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
+struct RmsNormRows {
+  size_t rows = 0;
+  size_t extent = 0; // values per row, contiguous
+  bool src_bf16 = false;
+  bool dst_bf16 = false;
+  bool has_weight = false;
+  float eps = 0.0f;
+};
+
+// Whether the AVX-512 kernels run: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
 // option "max_isa", ONEDNN_MAX_CPU_ISA) allows avx512_core, so that a cap holds for our code too.
-// Otherwise softmax_rows() runs a scalar loop.
-bool host_softmax_available() noexcept;
+// Otherwise the functions below run scalar loops.
+bool host_avx512_available() noexcept;
 
 // Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) with x = src (+ mask), in f32. A NaN in
 // a row makes the row NaN. `mask` is the f32 mask's first element when rows.has_mask.
@@ -45,6 +55,16 @@ void softmax_rows(
     const void* src,
     void* dst,
     const float* mask,
+    size_t begin,
+    size_t end);
+
+// Rows [begin, end): dst = x / sqrt(mean(x^2) + eps) [* weight], in f32; `weight` (f32, `extent`
+// values) when rows.has_weight.
+void rms_norm_rows(
+    const RmsNormRows& rows,
+    const void* src,
+    void* dst,
+    const float* weight,
     size_t begin,
     size_t end);
 
