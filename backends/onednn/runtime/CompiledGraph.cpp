@@ -252,35 +252,34 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
 // Softmax or RmsNorm loop are independent and split across the arena's threads (a BERT layer quantizes ~700K
 // values per run).
 void CompiledGraph::run_host_step(const PreparedStep& step) {
-  constexpr size_t kValuesPerChunk = 16384;
   const HostLoop& loop = step.host;
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
   void* target = step.host_dst.get_data_handle();
   void* aux = step.host_aux ? step.host_aux.get_data_handle() : nullptr;
-  if (loop.kind == HostLoop::Kind::QuantizeRows) {
-    const size_t grain = std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.extent));
-    parallel_chunks(loop.outer, grain, [&](size_t begin, size_t end) {
-      quantize_rows(loop, source, target, aux, begin, end);
-    });
-    return;
+  const auto* mask_or_weight = static_cast<const float*>(aux);
+  const auto split_rows = [](size_t rows, size_t extent, runtime::FunctionRef<void(size_t, size_t)> run) {
+    constexpr size_t kValuesPerChunk = 16384;
+    parallel_chunks(rows, std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, extent)), run);
+  };
+  switch (loop.kind) {
+    case HostLoop::Kind::QuantizeRows:
+      split_rows(loop.outer, loop.extent, [&](size_t begin, size_t end) {
+        quantize_rows(loop, source, target, aux, begin, end);
+      });
+      return;
+    case HostLoop::Kind::Softmax:
+      split_rows(loop.softmax.rows, loop.softmax.extent, [&](size_t begin, size_t end) {
+        softmax_rows(loop.softmax, source, target, mask_or_weight, begin, end);
+      });
+      return;
+    case HostLoop::Kind::RmsNorm:
+      split_rows(loop.rms_norm.rows, loop.rms_norm.extent, [&](size_t begin, size_t end) {
+        rms_norm_rows(loop.rms_norm, source, target, mask_or_weight, begin, end);
+      });
+      return;
+    default:
+      run_host_loop(loop, source, target, step.host_dst_count, aux);
   }
-  if (loop.kind == HostLoop::Kind::Softmax) {
-    const size_t grain =
-        std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.softmax.extent));
-    parallel_chunks(loop.softmax.rows, grain, [&](size_t begin, size_t end) {
-      softmax_rows(loop.softmax, source, target, static_cast<const float*>(aux), begin, end);
-    });
-    return;
-  }
-  if (loop.kind == HostLoop::Kind::RmsNorm) {
-    const size_t grain =
-        std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, loop.rms_norm.extent));
-    parallel_chunks(loop.rms_norm.rows, grain, [&](size_t begin, size_t end) {
-      rms_norm_rows(loop.rms_norm, source, target, static_cast<const float*>(aux), begin, end);
-    });
-    return;
-  }
-  run_host_loop(loop, source, target, step.host_dst_count, aux);
 }
 
 } // namespace executorch::backends::onednn

@@ -155,6 +155,16 @@ static std::vector<int32_t> to_sizes(const std::vector<int64_t>& dims) {
   return std::vector<int32_t>(dims.begin(), dims.end());
 }
 
+Error init_error(const std::vector<uint8_t>& payload, const executorch::runtime::NamedDataMap* data) {
+  Harness harness;
+  Result<DelegateHandle*> handle = harness.init(payload, data);
+  if (handle.ok()) {
+    harness.destroy(handle.get());
+    return Error::Ok;
+  }
+  return handle.error();
+}
+
 std::vector<std::vector<float>> run_model(
     Model& model,
     const std::vector<std::vector<float>>& inputs) {

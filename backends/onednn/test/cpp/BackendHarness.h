@@ -108,6 +108,9 @@ class Harness {
   std::unique_ptr<executorch::runtime::MemoryAllocator> allocator_;
 };
 
+// Runs init on `payload`; destroys the handle when init succeeds. Returns init's error.
+Error init_error(const std::vector<uint8_t>& payload, const executorch::runtime::NamedDataMap* data);
+
 // Compiles `model`, runs it once on `inputs` and returns its outputs; fails the test on errors.
 std::vector<std::vector<float>> run_model(Model& model, const std::vector<std::vector<float>>& inputs);
 

@@ -179,13 +179,7 @@ Error init_with(void (*edit)(Model&)) {
   std::vector<float> bias;
   Model model = dynamic_model(bias);
   edit(model);
-  Harness harness;
-  Result<DelegateHandle*> handle = harness.init(model.payload.build(), &model.data);
-  if (handle.ok()) {
-    harness.destroy(handle.get());
-    return Error::Ok;
-  }
-  return handle.error();
+  return init_error(model.payload.build(), &model.data);
 }
 
 TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {

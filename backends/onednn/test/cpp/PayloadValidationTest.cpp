@@ -28,17 +28,6 @@ Model valid_model() {
   return model;
 }
 
-// Runs init on `bytes`; destroys the handle when init succeeds. Returns init's error.
-Error init_error(const std::vector<uint8_t>& bytes, const executorch::runtime::NamedDataMap* data) {
-  Harness harness;
-  Result<DelegateHandle*> handle = harness.init(bytes, data);
-  if (handle.ok()) {
-    harness.destroy(handle.get());
-    return Error::Ok;
-  }
-  return handle.error();
-}
-
 void set_u32(std::vector<uint8_t>& bytes, size_t offset, uint32_t value) {
   for (int i = 0; i < 4; ++i) {
     bytes[offset + i] = static_cast<uint8_t>(value >> (8 * i));
