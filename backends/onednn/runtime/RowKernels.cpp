@@ -13,7 +13,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 // The kernels are compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) while the library targets
-// baseline x86-64; host_avx512_available() guards every call.
+// baseline x86-64; they run only for rows whose `avx512` was set from host_avx512_available().
 #define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 // GCC 12 warns inside its own AVX-512 intrinsics when they are inlined into target-attribute
@@ -247,7 +247,6 @@ void softmax_rows(
     const float* mask,
     size_t begin,
     size_t end) {
-  const bool vector = host_avx512_available();
   const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
   const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
   for (size_t row = begin; row < end; ++row) {
@@ -263,7 +262,7 @@ void softmax_rows(
     const size_t valid = rows.causal ? std::min(rows.extent, query + 1) : rows.extent;
     const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
     void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
-    if (vector) {
+    if (rows.avx512) {
       softmax_row_avx512(rows, src_row, dst_row, mask_row, valid);
     } else {
       softmax_row_scalar(rows, src_row, dst_row, mask_row, valid);
@@ -278,14 +277,13 @@ void rms_norm_rows(
     const float* weight,
     size_t begin,
     size_t end) {
-  const bool vector = host_avx512_available();
   const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
   const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
   const float* row_weight = rows.has_weight ? weight : nullptr;
   for (size_t row = begin; row < end; ++row) {
     const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
     void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
-    if (vector) {
+    if (rows.avx512) {
       rms_norm_row_avx512(rows, src_row, dst_row, row_weight);
     } else {
       rms_norm_row_scalar(rows, src_row, dst_row, row_weight);

@@ -11,6 +11,7 @@
 namespace executorch::backends::onednn {
 
 struct SoftmaxRows {
+  bool avx512 = false; // from host_avx512_available(), when the step is built
   size_t rows = 0;
   size_t extent = 0; // values per row, contiguous
   bool src_bf16 = false;
@@ -20,9 +21,9 @@ struct SoftmaxRows {
   bool zero_fully_masked = false;
 
   // Attention rows: row r is query `first_query + r % block_rows` of head group r / block_rows, in
-  // the order [batch][kv_heads][heads_per_kv]. An f32 mask row (mask_strides in elements, 0 along
-  // a broadcast dim) is added before the softmax; a causal row sees keys up to its query's index,
-  // and the entries after those are written as 0.
+  // the order [batch][kv_heads][heads_per_kv]. An f32 mask row (the mask_*_stride fields, in
+  // elements, 0 along a broadcast dim) is added before the softmax; a causal row sees keys up to its
+  // query's index, and the entries after those are written as 0.
   bool has_mask = false;
   bool causal = false;
   size_t block_rows = 1;
@@ -35,6 +36,7 @@ struct SoftmaxRows {
 };
 
 struct RmsNormRows {
+  bool avx512 = false; // from host_avx512_available(), when the step is built
   size_t rows = 0;
   size_t extent = 0; // values per row, contiguous
   bool src_bf16 = false;
@@ -43,9 +45,9 @@ struct RmsNormRows {
   float eps = 0.0f;
 };
 
-// Whether the AVX-512 kernels run: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
+// Whether the AVX-512 kernels may run: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
 // option "max_isa", ONEDNN_MAX_CPU_ISA) allows avx512_core, so that a cap holds for our code too.
-// Otherwise the functions below run scalar loops.
+// Otherwise the functions below run scalar loops (their rows' `avx512` false).
 bool host_avx512_available() noexcept;
 
 // Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) with x = src (+ mask), in f32. A NaN in
