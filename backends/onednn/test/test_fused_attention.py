@@ -37,10 +37,6 @@ def qkv(batch: int, heads: int, kv_heads: int, queries: int, keys: int, width: i
     )
 
 
-def attention_steps(outcome: object) -> list[Step]:
-    return [s for g in outcome.lowered.payloads() for s in g.steps if s.kind == StepKind.ATTENTION]  # type: ignore[attr-defined]
-
-
 def fully_masked_row(queries: int, keys: int) -> torch.Tensor:
     mask = torch.randn(1, 1, queries, keys)
     mask[..., 3, :] = -math.inf
@@ -69,7 +65,7 @@ def test_attention_is_one_step_matching_eager(name: str) -> None:
     outcome = run_and_compare(name, model, inputs)
     outcome.assert_matches()
     outcome.assert_delegated(exactly_one=True)
-    steps = attention_steps(outcome)
+    steps = outcome.lowered.steps(StepKind.ATTENTION)
     assert len(steps) == 1, outcome.lowered.describe()
     assert steps[0].ints["causal"] == [int(model.causal)]
 
@@ -85,7 +81,7 @@ def test_a_constant_causal_mask_becomes_the_attribute() -> None:
 
     outcome = run_and_compare("causal_by_mask", CausalByMask(), qkv(1, 2, 2, 12, 12))
     outcome.assert_matches()
-    (step,) = attention_steps(outcome)
+    (step,) = outcome.lowered.steps(StepKind.ATTENTION)
     assert step.ints["causal"] == [1] and step.inputs[3] == NO_VALUE
 
 
@@ -94,7 +90,7 @@ def test_bf16_attention_within_tolerance(name: str) -> None:
     model, inputs = CASES[name]
     outcome = run_and_compare(name, model, inputs, tolerance=2e-2, partitioner=OneDnnPartitioner(precision="bf16"))
     outcome.assert_matches()
-    assert len(attention_steps(outcome)) == 1
+    assert len(outcome.lowered.steps(StepKind.ATTENTION)) == 1
 
 
 def test_hand_written_attention_with_a_plain_softmax_keeps_nan_rows() -> None:
@@ -106,7 +102,7 @@ def test_hand_written_attention_with_a_plain_softmax_keeps_nan_rows() -> None:
 
     inputs = (*qkv(1, 2, 2, 6, 8), fully_masked_row(6, 8))
     outcome = run_and_compare("hand_written", HandWritten(), inputs)
-    (step,) = attention_steps(outcome)
+    (step,) = outcome.lowered.steps(StepKind.ATTENTION)
     assert step.ints["zero_fully_masked_rows"] == [0]
     expected, (output,) = outcome.expected[0], outcome.outputs
     assert torch.equal(output.isnan(), expected.isnan()) and output.isnan().any()
@@ -117,7 +113,7 @@ def test_a_mask_varying_per_head_across_a_flattened_batch_stays_unfused() -> Non
     """Scores flattened to [batch * heads, L, S] cannot take a per-head mask: the steps stay as they were."""
     outcome = run_and_compare("per_head_mask", Attention(), (*qkv(2, 4, 4, 9, 9), torch.randn(2, 4, 9, 9)))
     outcome.assert_matches()
-    assert not attention_steps(outcome)
+    assert not outcome.lowered.steps(StepKind.ATTENTION)
 
 
 # --- the pass on hand-made graphs --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def test_gated_mlp_is_three_matmuls_with_the_gate_multiply_fused(activation: str
     outcome = run_and_compare(activation, model, inputs, tolerance, OneDnnPartitioner(precision=precision))
     outcome.assert_matches()
     outcome.assert_delegated(exactly_one=True)
-    steps = [step for graph in outcome.lowered.payloads() for step in graph.steps]
+    steps = outcome.lowered.steps()
     kinds = [step.kind for step in steps if step.kind != StepKind.RESHAPE]
     assert kinds == [StepKind.MATMUL] * 3, kinds
     post_ops = [list(zip(s.ints.get("post_ops", [])[::2], s.ints.get("post_ops", [])[1::2])) for s in steps]

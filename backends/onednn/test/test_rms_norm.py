@@ -47,10 +47,6 @@ class Block(nn.Module):
         return x + self.down(torch.relu(self.up(self.norm(x))))
 
 
-def rms_norm_steps(outcome: object) -> list:
-    return [s for g in outcome.lowered.payloads() for s in g.steps if s.kind == StepKind.RMS_NORM]  # type: ignore[attr-defined]
-
-
 CASES = {
     "llama_style": (LlamaStyle(37), (torch.randn(2, 5, 37),)),
     "without_weight": (LlamaStyle(64, weighted=False), (torch.randn(3, 64),)),
@@ -65,7 +61,7 @@ def test_rms_norm_is_one_step_matching_eager(name: str) -> None:
     outcome = run_and_compare(name, model, inputs)
     outcome.assert_matches()
     outcome.assert_delegated(exactly_one=True)
-    (step,) = rms_norm_steps(outcome)
+    (step,) = outcome.lowered.steps(StepKind.RMS_NORM)
     assert (step.inputs[1] == NO_VALUE) == (name == "without_weight")
 
 
@@ -73,7 +69,7 @@ def test_bf16_rms_norm_within_tolerance() -> None:
     model, inputs = CASES["in_a_block"]
     outcome = run_and_compare("bf16", model, inputs, tolerance=2e-2, partitioner=OneDnnPartitioner(precision="bf16"))
     outcome.assert_matches()
-    assert len(rms_norm_steps(outcome)) == 1
+    assert len(outcome.lowered.steps(StepKind.RMS_NORM)) == 1
 
 
 def test_an_intermediate_read_elsewhere_keeps_the_steps() -> None:
@@ -86,4 +82,4 @@ def test_an_intermediate_read_elsewhere_keeps_the_steps() -> None:
 
     outcome = run_and_compare("exposed", Exposed(), (torch.randn(3, 16),))
     outcome.assert_matches()
-    assert not rms_norm_steps(outcome)
+    assert not outcome.lowered.steps(StepKind.RMS_NORM)

@@ -20,7 +20,8 @@ import executorch.exir as exir
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.ops.context import aten_op
-from executorch.backends.onednn.serialization.payload import Graph, deserialize
+from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize
+from executorch.backends.onednn.serialization.schema import StepKind
 from executorch.exir.lowered_backend_module import LoweredBackendModule
 from torch import nn
 from torch.fx import Graph as FxGraph
@@ -74,6 +75,10 @@ class Lowered:
 
     def payloads(self) -> list[Graph]:
         return [deserialize(m.processed_bytes) for m in self.lowered_modules]
+
+    def steps(self, kind: StepKind | None = None) -> list[Step]:
+        """Every payload's steps in order, or those of one kind."""
+        return [step for graph in self.payloads() for step in graph.steps if kind is None or step.kind == kind]
 
     def describe(self) -> str:
         return (
