@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: lint, the C++ runtime tests (gtest through ctest) and the Python tests (pytest).
+# Every test: lint, the C++ runtime tests (gtest through ctest), the Python tests (pytest) and
+# ExecuTorch's backend conformance suite for our fp32 flow.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" --tests
@@ -18,3 +19,9 @@ ctest --test-dir "$root/build/cmake-test" --output-on-failure -j "$(nproc)"
 echo "== Python tests (pytest)"
 cd "$root"
 python -m pytest backends/onednn/test "$@"
+
+# ExecuTorch's backend conformance suite, operator tests, our fp32 flow: no failure of any kind, and at
+# least the delegated passes CONFORMANCE.md records (a rule that stops delegating fails here).
+echo "== Backend conformance suite (operators, flow onednn)"
+python backends/onednn/test/conformance/run_suite.py --flows onednn --require onednn=644 \
+  --out "$root/build/conformance"

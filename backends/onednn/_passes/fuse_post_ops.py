@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
+from ..serialization.schema import HOST_ELTWISE_ALGS, NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
 
 # Producers that take a binary post-op: their dst is the post-op's first operand. Not BINARY: a
 # binary step with a broadcast binary post-op (RMSNorm's x * r * weight) ran so slowly in oneDNN 3.2
@@ -36,7 +36,7 @@ def fuse_post_ops(graph: Graph) -> Graph:
 
 def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None] | None:
     """The earlier step this one can become a post-op of, and the binary operand it brings."""
-    if step.kind == StepKind.ELTWISE:
+    if step.kind == StepKind.ELTWISE and step.ints["alg"][0] not in HOST_ELTWISE_ALGS:
         candidates = [(step.inputs[0], None)]
         hosts = set(POST_OP_FIXED_INPUTS)
     elif step.kind == StepKind.BINARY and "post_ops" not in step.ints:

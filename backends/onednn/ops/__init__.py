@@ -1,4 +1,4 @@
-"""Op support and lowering: the rule table (rules.py) and the whole-program lowering."""
+"""Op support and lowering: the rule tables (rules.py, composite.py) and the whole-program lowering."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from torch.fx import Node
 
 from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
+from .composite import COMPOSITE_KEEP_WHOLE, COMPOSITE_RULES
 from .context import (
     SUPPORTED_DTYPES,
     Bound,
@@ -17,7 +18,12 @@ from .context import (
     constant_evaluator,
     fake_tensor,
 )
-from .rules import KEEP_WHOLE, OP_RULES, OpRule
+from .rules import KEEP_WHOLE as _PRIMITIVE_KEEP_WHOLE
+from .rules import OP_RULES as _PRIMITIVE_RULES
+from .rules import OpRule
+
+OP_RULES: dict[object, OpRule] = _PRIMITIVE_RULES | COMPOSITE_RULES
+KEEP_WHOLE = _PRIMITIVE_KEEP_WHOLE + COMPOSITE_KEEP_WHOLE
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
 

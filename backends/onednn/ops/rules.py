@@ -47,7 +47,7 @@ Lowering = Callable[[LoweringContext, Node], None]
 @dataclass(frozen=True)
 class OpRule:
     lower: Lowering
-    # False for layout-only ops: a partition made only of those is not worth a delegate call.
+    # False for ops that only move data (exact at any precision, see the bf16 fallback warning).
     compute: bool = True
     # Constraints on how the result is used, e.g. "only output 0 of a multi-output op".
     users_ok: Callable[[Node, Callable[[Node], bool]], str | None] | None = None
@@ -145,6 +145,11 @@ ELTWISE: dict[object, EltwiseParams] = {
     aten.reciprocal.default: fixed(EltwiseAlg.POW, 1.0, -1.0),
     aten.abs.default: fixed(EltwiseAlg.ABS),
     aten.neg.default: fixed(EltwiseAlg.LINEAR, -1.0, 0.0),
+    aten.round.default: fixed(EltwiseAlg.ROUND),
+    aten.floor.default: fixed(EltwiseAlg.FLOOR),
+    aten.ceil.default: fixed(EltwiseAlg.CEIL),
+    aten.trunc.default: fixed(EltwiseAlg.TRUNC),
+    aten.log1p.default: fixed(EltwiseAlg.LOG1P),
 }
 
 
@@ -220,7 +225,8 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
             if isinstance(operand, Node):
                 data = ctx.constant(ctx.value(operand))
                 if data is not None and data.numel() == 1:
-                    return float(data.reshape(()))
+                    # The partitioner's checks see fake constants; any value picks the same lowering.
+                    return 1.0 if is_fake(data) else float(data.reshape(()))
             return None
 
         for tensor, constant, table in ((lhs, scalar(rhs), SCALAR_RIGHT), (rhs, scalar(lhs), SCALAR_LEFT)):
@@ -320,27 +326,48 @@ class Int8Pattern:
 
 
 def int8_pattern(ctx: LoweringContext, x: object, w: object, output_axis: int) -> Int8Pattern | None:
-    """dequantize_per_tensor(x_q) and dequantize_per_channel(w_q constant, symmetric, along the weight's
-    output-channel axis): the int8 operands of one primitive, read without touching the payload; None
-    when the operands are not that pattern (the op then runs in fp32 on the dequantized values, which
-    is exact too)."""
-    if not (_is(x, qd.dequantize_per_tensor.default) and _is(w, qd.dequantize_per_channel.default)):
+    """dequantize_per_tensor(x_q) and a dequantize of constant s8 weights (symmetric; per tensor, or per
+    channel along the weight's output-channel axis): the int8 operands of one primitive, read without
+    touching the payload; None when the operands are not that pattern (the op then runs in fp32 on the
+    dequantized values, which is exact too)."""
+    if not _is(x, qd.dequantize_per_tensor.default):
         return None
-    if x.kwargs.get("out_dtype") not in (None, torch.float32) or w.kwargs.get("out_dtype") not in (None, torch.float32):  # type: ignore[union-attr]
+    weight_dtype = getattr(w, "kwargs", {}).get("out_dtype")
+    if x.kwargs.get("out_dtype") not in (None, torch.float32) or weight_dtype not in (None, torch.float32):  # type: ignore[union-attr]
         return None
+    weights = _int8_weights(ctx, w, output_axis)
+    if weights is None:
+        return None
+    data, weight_scales = weights
     scale, zero_point, _dtype = per_tensor_params(x)  # type: ignore[arg-type]
-    w_q, scales, zero_points, axis, quant_min, _quant_max, w_dtype = w.args[:7]  # type: ignore[union-attr]
-    data, scales, zero_points = (ctx.constant_node_data(n) for n in (w_q, scales, zero_points))
-    if data is None or scales is None or zero_points is None or w_dtype != torch.int8 or data.dtype != torch.int8:
+    return Int8Pattern(data, weight_scales, scale, zero_point)
+
+
+def _int8_weights(ctx: LoweringContext, w: object, output_axis: int) -> tuple[torch.Tensor, list[float]] | None:
+    """(s8 data, one scale per output channel) of a dequantized constant weight, or None."""
+    if _is(w, qd.dequantize_per_channel.default):
+        w_q, scales, zero_points, axis, quant_min, _quant_max, w_dtype = w.args[:7]  # type: ignore[union-attr]
+        data, scales, zero_points = (ctx.constant_node_data(n) for n in (w_q, scales, zero_points))
+        if data is None or scales is None or zero_points is None or axis != output_axis:
+            return None
+    elif _is(w, qd.dequantize_per_tensor.default):
+        w_q, scale, zero_point, quant_min, _quant_max, w_dtype = w.args[:6]  # type: ignore[union-attr]
+        data = ctx.constant_node_data(w_q)
+        if data is None or not isinstance(scale, float) or not isinstance(zero_point, int):
+            return None
+        channels = data.shape[output_axis] if data.dim() > output_axis else 0
+        scales, zero_points = torch.full((channels,), scale, dtype=torch.float64), torch.tensor([zero_point])
+    else:
         return None
-    if axis != output_axis or quant_min < -128 or (output_axis == 1 and data.dim() != 2):  # type: ignore[operator]
+    if w_dtype != torch.int8 or data.dtype != torch.int8 or quant_min < -128:  # type: ignore[operator]
+        return None
+    if output_axis == 1 and data.dim() != 2:
         return None
     # The partitioner's checks see fake constants: their values are checked when lowering for real.
     fake = is_fake(zero_points) or is_fake(scales)
     if not fake and (bool(zero_points.any()) or not bool((scales > 0).all())):
         return None
-    weight_scales = [1.0] * scales.numel() if fake else scales.double().tolist()
-    return Int8Pattern(data, weight_scales, scale, zero_point)
+    return data, [1.0] * scales.numel() if fake else scales.double().tolist()
 
 
 def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int = 0) -> Int8Operands | None:
@@ -577,11 +604,12 @@ def emit_pooling(
 ) -> None:
     src = ctx.value(node.args[0])
     in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
-    if len(in_dims) != 4:
-        raise Unsupported("2d pooling needs a 4d input")
-    k = spatial(kernel, 2, "kernel_size")
-    s = spatial(stride, 2, "stride") if stride else k
-    pad_l, dil = spatial(padding, 2, "padding"), spatial(dilation, 2, "dilation")
+    n = len(in_dims) - 2
+    if n not in (2, 3):
+        raise Unsupported(f"pooling of a {len(in_dims)}d input (2d pooling takes 4d, 3d pooling 5d)")
+    k = spatial(kernel, n, "kernel_size")
+    s = spatial(stride, n, "stride") if stride else k
+    pad_l, dil = spatial(padding, n, "padding"), spatial(dilation, n, "dilation")
     # ceil_mode shows up as extra padding on the right, derived from the exported output size.
     pad_r = [
         (o - 1) * st + (kk - 1) * d + 1 - i - p
@@ -618,12 +646,17 @@ def lower_avg_pool(ctx: LoweringContext, node: Node) -> None:
     emit_pooling(ctx, node, alg, node.args[1], arg(node, 2, "stride", []), arg(node, 3, "padding", 0), 1)
 
 
-def lower_adaptive_avg_pool(ctx: LoweringContext, node: Node) -> None:
-    in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), ctx.dims_of(node)
-    if len(in_dims) != 4 or any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):
-        raise Unsupported("adaptive avg pool whose output does not divide the input")
-    kernel = [i // o for i, o in zip(in_dims[2:], out_dims[2:])]
-    emit_pooling(ctx, node, PoolingAlg.AVG_EXCLUDE_PADDING, kernel, kernel, 0, 1)
+def adaptive_pool_rule(alg: PoolingAlg) -> OpRule:
+    """Adaptive pooling whose output size divides the input's: equal windows, a plain pooling."""
+
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), ctx.dims_of(node)
+        if any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):
+            raise Unsupported("adaptive pooling whose output size does not divide the input size")
+        kernel = [i // o for i, o in zip(in_dims[2:], out_dims[2:])]
+        emit_pooling(ctx, node, alg, kernel, kernel, 0, 1)
+
+    return OpRule(lower, users_ok=only_first_output_used if alg == PoolingAlg.MAX else None)
 
 
 def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
@@ -632,8 +665,9 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
         in_dims = ctx.dims(src)
         dims = arg(node, 1, "dim")
         keepdim = arg(node, 2, "keepdim", False)
-        if has_dtype and arg(node, 3, "dtype") is not None:
-            raise Unsupported("reduction with an explicit dtype")
+        dtype = arg(node, 3, "dtype") if has_dtype else None
+        if dtype is not None and dtype != fake_tensor(node.args[0]).dtype:  # type: ignore[arg-type]
+            raise Unsupported("reduction to another dtype than its input's")
         reduced = {normalize_dim(d, len(in_dims)) for d in dims} if dims else set(range(len(in_dims)))  # type: ignore[union-attr]
         kept = tuple(1 if i in reduced else d for i, d in enumerate(in_dims))
         reduced_value = ctx.output(node) if keepdim else ctx.new_value(kept, ctx.dtype(src))
@@ -644,6 +678,8 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
             ints = {"alg": [PoolingAlg.AVG_EXCLUDE_PADDING], "kernel": window, "strides": window}
             ints |= {"padding_l": [0, 0], "padding_r": [0, 0], "dilation": [1, 1]}
             ctx.emit(StepKind.POOLING, [src], [reduced_value], ints)
+        elif kept == tuple(in_dims):  # only size-1 dims: the values themselves (oneDNN refuses it)
+            ctx.emit(StepKind.RESHAPE, [src], [reduced_value])
         else:
             ctx.emit(StepKind.REDUCTION, [src], [reduced_value], {"alg": [alg]})
         if not keepdim:
@@ -893,8 +929,12 @@ OP_RULES: dict[object, OpRule] = {
     aten.full_like.default: SAFE_SOFTMAX_GUARD,
     aten._log_softmax.default: softmax_rule(log=True),
     aten.max_pool2d_with_indices.default: OpRule(lower_max_pool, users_ok=only_first_output_used),
+    aten.max_pool3d_with_indices.default: OpRule(lower_max_pool, users_ok=only_first_output_used),
     aten.avg_pool2d.default: OpRule(lower_avg_pool),
-    aten._adaptive_avg_pool2d.default: OpRule(lower_adaptive_avg_pool),
+    aten.avg_pool3d.default: OpRule(lower_avg_pool),
+    aten._adaptive_avg_pool2d.default: adaptive_pool_rule(PoolingAlg.AVG_EXCLUDE_PADDING),
+    aten._adaptive_avg_pool3d.default: adaptive_pool_rule(PoolingAlg.AVG_EXCLUDE_PADDING),
+    aten.adaptive_max_pool3d.default: adaptive_pool_rule(PoolingAlg.MAX),
     aten.mean.dim: reduction_rule(ReductionAlg.MEAN, has_dtype=True),
     aten.sum.dim_IntList: reduction_rule(ReductionAlg.SUM, has_dtype=True),
     aten.amax.default: reduction_rule(ReductionAlg.MAX, has_dtype=False),

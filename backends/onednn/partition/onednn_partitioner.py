@@ -17,6 +17,8 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..onednn_preprocess import DYNAMIC_INT8_SPEC, EXTERNAL_WEIGHTS_SPEC, PRECISION_SPEC, PRECISIONS
 from ..ops import KEEP_WHOLE, is_folded_constant, rule_for, unsupported_reason
+from ..ops.context import aten_op
+from ..ops.rules import SIZE_ARITHMETIC
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,16 @@ class _OneDnnSupport(OperatorSupportBase):
             self.rejections[node.name] = reason
             logger.debug("OneDnnPartitioner leaves %s: %s", node.name, reason)
         return reason is None
+
+
+def _free_in_executorch(ep: ExportedProgram, node: Node) -> bool:
+    """Nodes that cost ExecuTorch nothing: constants folded ahead of time, size arithmetic, and
+    `view_copy`, which its memory planning turns into a view. A partition of only those is not worth a
+    delegate call; any other data movement is (a permute runs ~10x faster as a oneDNN reorder than as
+    the portable kernel: README, Supported ops)."""
+    if is_folded_constant(ep, node) or rule_for(node) is SIZE_ARITHMETIC:
+        return True
+    return aten_op(node.target) is torch.ops.aten.view_copy.default
 
 
 class OneDnnPartitioner(Partitioner):
@@ -78,13 +90,8 @@ class OneDnnPartitioner(Partitioner):
         proposer = CapabilityBasedPartitioner(exported_program.graph_module, support, allows_single_node_partition=True)
         tags = {}
         for partition in proposer.propose_partitions():
-            computes = [
-                rule.compute
-                for node in partition.nodes
-                if (rule := rule_for(node)) is not None and not is_folded_constant(exported_program, node)
-            ]
-            if not any(computes):
-                continue  # reshapes alone are cheaper left where they are
+            if all(_free_in_executorch(exported_program, node) for node in partition.nodes):
+                continue
             tag = f"onednn_{partition.id}"
             for node in partition.nodes:
                 node.meta["delegation_tag"] = tag

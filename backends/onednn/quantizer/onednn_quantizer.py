@@ -1,17 +1,17 @@
 """PT2E quantizer for the oneDNN delegate: static int8 convolution, linear and addmm/mm.
 
-Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel; biases stay
-fp32. A convolution or linear followed by a residual add and/or an activation (relu, ReLU6, GELU, SiLU,
-hardswish) is one pattern: only
-its result and the add's other operand are quantized, so that the lowering fuses the add, the
-activation and the requantization into the int8 primitive as post-ops.
+Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel (or, with
+`per_channel=False`, one scale per weight tensor); biases stay fp32. A convolution or linear followed
+by a residual add and/or an activation (relu, ReLU6, GELU, SiLU, hardswish) is one pattern: only its
+result and the add's other operand are quantized, so that the lowering fuses the add, the activation
+and the requantization into the int8 primitive as post-ops.
 """
 
 from __future__ import annotations
 
 import torch
 from torch.fx import GraphModule, Node
-from torchao.quantization.pt2e import HistogramObserver, PerChannelMinMaxObserver
+from torchao.quantization.pt2e import HistogramObserver, MinMaxObserver, PerChannelMinMaxObserver
 from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, QuantizationSpec, Quantizer
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
@@ -41,6 +41,13 @@ def weight_spec(output_axis: int) -> QuantizationSpec:
 WEIGHT = weight_spec(0)
 # addmm/mm take [K, N] weights (Hugging Face's Conv1D layers in GPT-2): one scale per column.
 WEIGHT_BY_COLUMN = weight_spec(1)
+WEIGHT_PER_TENSOR = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12, qscheme=torch.per_tensor_symmetric),
+)
 
 # Ops annotated as int8: argument indices of their activation and weight, and the weight's spec.
 MATRIX_OPS = {
@@ -68,6 +75,10 @@ class OneDnnQuantizer(Quantizer):
     """Annotates conv1d/conv2d/linear/addmm/mm/matmul with a stored weight, each optionally followed by a
     residual add and an activation, for static int8."""
 
+    def __init__(self, per_channel: bool = True) -> None:
+        super().__init__()
+        self.per_channel = per_channel
+
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
             if node.op != "call_function" or node.target not in MATRIX_OPS or Q_ANNOTATION_KEY in node.meta:
@@ -80,6 +91,8 @@ class OneDnnQuantizer(Quantizer):
                 continue  # beta or alpha scales the product or the bias
             residual = _residual_add_user(node)
             activation = _single_activation_user(residual or node)
+            if not self.per_channel:
+                weight_spec = WEIGHT_PER_TENSOR
             node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
                 input_qspec_map={x: ACTIVATION, weight: weight_spec},
                 output_qspec=None if residual or activation else ACTIVATION,

@@ -30,7 +30,7 @@ inline constexpr algorithm kEltwiseAlgorithms[] = {
     algorithm::eltwise_abs, // ABS
     algorithm::eltwise_linear, // LINEAR
     algorithm::eltwise_pow, // POW
-    algorithm::eltwise_square, // SQUARE
+    algorithm::eltwise_square, // SQUARE; ROUND..LOG1P run on the host (HostLoops.h)
 };
 
 // Indexed by BinaryAlg.

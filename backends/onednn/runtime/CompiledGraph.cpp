@@ -249,7 +249,7 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
 }
 
 // Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows,
-// Softmax or RmsNorm loop are independent and split across the arena's threads (a BERT layer quantizes ~700K
+// Softmax or RmsNorm loop, and the values of a Unary one, are independent and split across the arena's threads (a BERT layer quantizes ~700K
 // values per run).
 void CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
@@ -275,6 +275,11 @@ void CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::RmsNorm:
       split_rows(loop.rms_norm.rows, loop.rms_norm.extent, [&](size_t begin, size_t end) {
         rms_norm_rows(loop.rms_norm, source, target, mask_or_weight, begin, end);
+      });
+      return;
+    case HostLoop::Kind::Unary:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
       });
       return;
     default:

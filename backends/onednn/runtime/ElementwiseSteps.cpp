@@ -34,9 +34,28 @@ BufferId vector_operand(GraphBuilder& graph, uint32_t value, int64_t count, cons
 
 } // namespace
 
+namespace {
+// ROUND..LOG1P: on the host, in f32 (a bf16 value is converted around the loop).
+void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, EltwiseAlg alg) {
+  const uint32_t src = step.inputs[0];
+  const memory::desc plain_f32 = plain_desc(graph.dims(src), DataType::f32);
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Unary;
+  loop.unary = static_cast<HostLoop::Unary>(
+      static_cast<int64_t>(alg) - static_cast<int64_t>(EltwiseAlg::Round));
+  const BufferId source = graph.input(src, plain_f32);
+  graph.add_host_loop(loop, graph.define(step.outputs[0], plain_f32), source);
+}
+} // namespace
+
 void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   require_same_dims(graph.dims(src), graph.dims(step.outputs[0]), "src and dst dims");
+  const int64_t code = step.int_scalar("alg");
+  if (code >= static_cast<int64_t>(EltwiseAlg::Round) && code <= static_cast<int64_t>(EltwiseAlg::Log1p)) {
+    build_host_eltwise(step, graph, static_cast<EltwiseAlg>(code));
+    return;
+  }
   const algorithm alg =
       lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
   const auto alpha = static_cast<float>(step.float_scalar("alpha"));

@@ -20,7 +20,9 @@ struct HostLoop {
     QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
     Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
+    Unary, // dst = unary(src), f32, elementwise
   };
+  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
   float value = 0.0f;
   bool bf16 = false; // Fill: dst holds bf16 (ZeroFullyMaskedRows is f32 only)
@@ -31,7 +33,29 @@ struct HostLoop {
   size_t inner = 0;
   SoftmaxRows softmax; // Softmax
   RmsNormRows rms_norm; // RmsNorm
+  Unary unary = Unary::Floor; // Unary
 };
+
+// Elementwise functions oneDNN 3.2 has no algorithm for; values [begin, end).
+inline void unary_values(HostLoop::Unary unary, const float* src, float* dst, size_t begin, size_t end) {
+  switch (unary) {
+    case HostLoop::Unary::Round: // the default rounding mode: to nearest, ties to even
+      std::transform(src + begin, src + end, dst + begin, [](float x) { return std::nearbyint(x); });
+      break;
+    case HostLoop::Unary::Floor:
+      std::transform(src + begin, src + end, dst + begin, [](float x) { return std::floor(x); });
+      break;
+    case HostLoop::Unary::Ceil:
+      std::transform(src + begin, src + end, dst + begin, [](float x) { return std::ceil(x); });
+      break;
+    case HostLoop::Unary::Trunc:
+      std::transform(src + begin, src + end, dst + begin, [](float x) { return std::trunc(x); });
+      break;
+    case HostLoop::Unary::Log1p:
+      std::transform(src + begin, src + end, dst + begin, [](float x) { return std::log1p(x); });
+      break;
+  }
+}
 
 // PyTorch's safe softmax returns zeros for a row masked entirely (oneDNN's softmax gives NaN).
 inline void zero_fully_masked_rows(const HostLoop& loop, const float* src, float* dst) {
@@ -140,6 +164,9 @@ inline void run_host_loop(
       break;
     case HostLoop::Kind::RmsNorm: // likewise
       rms_norm_rows(loop.rms_norm, src, dst, static_cast<const float*>(aux), 0, loop.rms_norm.rows);
+      break;
+    case HostLoop::Kind::Unary: // likewise
+      unary_values(loop.unary, static_cast<const float*>(src), static_cast<float*>(dst), 0, dst_count);
       break;
   }
 }

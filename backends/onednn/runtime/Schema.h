@@ -83,6 +83,12 @@ enum class EltwiseAlg : int64_t {
   Linear = 14,
   Pow = 15,
   Square = 16,
+  // Host-only (HostLoops.h), never post-ops.
+  Round = 17,
+  Floor = 18,
+  Ceil = 19,
+  Trunc = 20,
+  Log1p = 21,
 };
 enum class BinaryAlg : int64_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5 };
 enum class PoolingAlg : int64_t { Max = 0, AvgIncludePadding = 1, AvgExcludePadding = 2 };

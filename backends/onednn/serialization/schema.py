@@ -94,6 +94,16 @@ class EltwiseAlg(IntEnum):
     LINEAR = 14
     POW = 15
     SQUARE = 16
+    # oneDNN 3.2 has none of these (its round takes f32 only): the runtime computes them on the host,
+    # in f32; never a post-op.
+    ROUND = 17  # to nearest, ties to even
+    FLOOR = 18
+    CEIL = 19
+    TRUNC = 20
+    LOG1P = 21
+
+
+HOST_ELTWISE_ALGS = frozenset({EltwiseAlg.ROUND, EltwiseAlg.FLOOR, EltwiseAlg.CEIL, EltwiseAlg.TRUNC, EltwiseAlg.LOG1P})
 
 
 class BinaryAlg(IntEnum):

@@ -190,6 +190,7 @@ class Case:
     model: nn.Module
     inputs: tuple[torch.Tensor, ...]
     int8_steps: int  # CONVOLUTION/MATMUL steps expected to compute in int8
+    per_channel: bool = True  # OneDnnQuantizer(per_channel=...)
 
 
 def cases() -> list[Case]:
@@ -212,6 +213,10 @@ def cases() -> list[Case]:
         Case("linear_with_5000_output_channels", nn.Linear(16, 5000, bias=False), (torch.randn(2, 16),), 1),
         # A 7x7 output in NHWC: oneDNN 3.2's layout-changing reorder dropped the dequantize's zero point.
         Case("conv_7x7_64_channels", nn.Conv2d(64, 64, 3, padding=1), (torch.randn(1, 64, 7, 7),), 1),
+        # One weight scale per tensor (the conformance suite's static per-tensor flow).
+        Case("conv_relu_conv_weights_per_tensor", ConvReluConv(), (torch.randn(2, 4, 10, 10),), 2, False),
+        Case("linear_relu_linear_weights_per_tensor", Mlp(), (torch.randn(4, 32),), 2, False),
+        Case("addmm_and_mm_weights_per_tensor", AddmmLayers(), (torch.randn(6, 24),), 2, False),
     ]
 
 
@@ -335,7 +340,7 @@ def test_conv_relu_requantization_fuses_into_one_int8_convolution() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_int8_matches_quantized_reference_and_fp32(case: Case) -> None:
-    converted = quantize(case.model, case.inputs)
+    converted = quantize(case.model, case.inputs, OneDnnQuantizer(per_channel=case.per_channel))
     lowered = lower(Exported(converted), case.inputs)
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, f"{case.id}: {lowered.describe()}"
     steps = [s for g in lowered.payloads() for s in g.steps]
@@ -357,18 +362,18 @@ def test_int8_matches_quantized_reference_and_fp32(case: Case) -> None:
 
 
 # --- what is not int8 ----------------------------------------------------------------------------
-class PerTensorWeights(OneDnnQuantizer):
-    """Weights quantized per tensor: a pattern the int8 lowering refuses."""
+class AsymmetricWeights(OneDnnQuantizer):
+    """Weights quantized to u8 with a zero point: a pattern the int8 lowering refuses."""
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
         super().annotate(model)
         weight = QuantizationSpec(
-            dtype=torch.int8,
-            quant_min=-127,
-            quant_max=127,
-            qscheme=torch.per_tensor_symmetric,
+            dtype=torch.uint8,
+            quant_min=0,
+            quant_max=255,
+            qscheme=torch.per_tensor_affine,
             observer_or_fake_quant_ctr=MinMaxObserver,
         )
         for node in model.graph.nodes:
@@ -381,8 +386,10 @@ class PerTensorWeights(OneDnnQuantizer):
 
 def test_unsupported_int8_pattern_runs_in_fp32_inside_the_delegate() -> None:
     example = (torch.randn(2, 4, 10, 10),)
-    converted = quantize(ConvReluConv(), example, PerTensorWeights())
-    assert ops(converted.graph, qd.dequantize_per_tensor.default)
+    converted = quantize(ConvReluConv(), example, AsymmetricWeights())
+    dequantized = ops(converted.graph, qd.dequantize_per_tensor.default)
+    weight_zero_points = [n.args[2] for n in dequantized if n.args[0].op == "get_attr"]
+    assert weight_zero_points and any(weight_zero_points), weight_zero_points
     lowered = lower(Exported(converted), example)
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
     convs = [s for g in lowered.payloads() for s in g.steps if s.kind == StepKind.CONVOLUTION]

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from executorch.backends.onednn.ops.rules import OP_RULES
+from executorch.backends.onednn.ops import OP_RULES
+from executorch.exir import EdgeCompileConfig
 from test_dynamic_shapes import SIZE_ARITHMETIC_OPS  # exists only with dynamic shapes, run there
 from tester import DEFAULT_TOLERANCE, op_name, run_and_compare
 from torch import nn
@@ -28,6 +29,15 @@ class Fn(nn.Module):
         return self.fn(self, *xs)
 
 
+class PerChannelPReLU(nn.PReLU):
+    """PReLU with distinct weights per channel, of both signs (the default init makes them equal)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__(channels)
+        with torch.no_grad():
+            self.weight.copy_(torch.linspace(-0.5, 1.5, channels))
+
+
 @dataclass(frozen=True)
 class OpCase:
     id: str
@@ -38,12 +48,23 @@ class OpCase:
     tolerance: float = DEFAULT_TOLERANCE
     # Inputs drawn from this range instead of a normal distribution (log, sqrt need positives).
     positive: bool = False
+    # The op is not core ATen: lowered with the IR check off, as the backend test suite does.
+    non_core_aten: bool = False
+    # Inputs rounded to values bf16 holds: a discontinuous op (floor) would otherwise jump wherever
+    # precision="bf16" rounds an input across an integer.
+    bf16_exact_inputs: bool = False
+    # Why test_bf16 cannot run the case on a model converted to bf16 (None: it can).
+    not_in_bf16_models: str | None = None
 
     def inputs(self) -> tuple[torch.Tensor, ...]:
         generator = torch.Generator().manual_seed(0)
         if self.positive:
-            return tuple(torch.rand(s, generator=generator) * 4 + 0.1 for s in self.shapes)
-        return tuple(torch.randn(s, generator=generator) for s in self.shapes)
+            inputs = tuple(torch.rand(s, generator=generator) * 4 + 0.1 for s in self.shapes)
+        else:
+            inputs = tuple(torch.randn(s, generator=generator) for s in self.shapes)
+        if self.bf16_exact_inputs:
+            inputs = tuple(x.to(torch.bfloat16).float() for x in inputs)
+        return inputs
 
 
 def fn(f: Callable[..., torch.Tensor], **modules: nn.Module) -> Callable[[], nn.Module]:
@@ -63,6 +84,7 @@ def seq(*layers: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
 
 
 CONV = "aten::convolution"
+VOL = (2, 3, 4, 6, 8)
 IMG = (2, 4, 9, 9)
 
 CONVOLUTION = [
@@ -173,6 +195,16 @@ ELTWISE = [
     OpCase("pow_scalar_exponent", fn(lambda m, x: torch.pow(x, 3)), T2, ("aten::pow",)),
     OpCase("pow_square", fn(lambda m, x: x**2), T2, ("aten::pow",)),
     OpCase("pow_fractional_exponent", fn(lambda m, x: x**1.5), T2, ("aten::pow",), positive=True),
+    OpCase("log2", fn(lambda m, x: torch.log2(x)), T2, ("aten::log2",), positive=True),
+    OpCase("log10", fn(lambda m, x: torch.log10(x)), T2, ("aten::log10",), positive=True),
+    OpCase("log1p", fn(lambda m, x: torch.log1p(x)), T2, ("aten::log1p",), positive=True),
+    OpCase("round", fn(lambda m, x: torch.round(x * 4)), T2, ("aten::round",), bf16_exact_inputs=True),
+    OpCase("floor", fn(lambda m, x: torch.floor(x * 4)), T2, ("aten::floor",), bf16_exact_inputs=True),
+    OpCase("ceil", fn(lambda m, x: torch.ceil(x * 4)), T2, ("aten::ceil",), bf16_exact_inputs=True),
+    OpCase("trunc", fn(lambda m, x: torch.trunc(x * 4)), T2, ("aten::trunc",), bf16_exact_inputs=True),
+    OpCase("prelu_shared", module(lambda: nn.PReLU()), ((2, 3, 4, 5),), ("aten::prelu",)),
+    OpCase("prelu_1d_input", module(lambda: nn.PReLU(init=0.1)), ((20,),), ("aten::prelu",)),
+    OpCase("prelu_per_channel", module(lambda: PerChannelPReLU(3)), ((2, 3, 4, 5),), ("aten::prelu",)),
 ]
 
 BINARY = [
@@ -275,11 +307,42 @@ POOLING = [
     OpCase(
         "adaptive_avg_pool2d_3x3", fn(lambda m, x: F.adaptive_avg_pool2d(x, 3)), (IMG,), ("aten::_adaptive_avg_pool2d",)
     ),
+    OpCase("max_pool3d", fn(lambda m, x: F.max_pool3d(x, 2, padding=1)), (VOL,), ("aten::max_pool3d_with_indices",)),
+    OpCase(
+        "avg_pool3d_ceil_mode",
+        fn(lambda m, x: F.avg_pool3d(x, 2, stride=2, ceil_mode=True, count_include_pad=False)),
+        ((1, 2, 5, 6, 7),),
+        ("aten::avg_pool3d",),
+        not_in_bf16_models="eager PyTorch has no bf16 avg_pool3d",
+    ),
+    OpCase(
+        "adaptive_avg_pool3d",
+        fn(lambda m, x: F.adaptive_avg_pool3d(x, (2, 3, 2))),
+        (VOL,),
+        ("aten::_adaptive_avg_pool3d",),
+    ),
+    OpCase(
+        "adaptive_max_pool3d",
+        fn(lambda m, x: F.adaptive_max_pool3d(x, (2, 3, 2))),
+        (VOL,),
+        ("aten::adaptive_max_pool3d",),
+        non_core_aten=True,
+    ),
     OpCase("mean_spatial_keepdim", fn(lambda m, x: x.mean((2, 3), keepdim=True)), (IMG,), ("aten::mean",)),
     OpCase("mean_spatial", fn(lambda m, x: x.mean((-2, -1))), (IMG,), ("aten::mean",)),
     OpCase("sum_last_dim", fn(lambda m, x: x.sum(-1)), (IMG,), ("aten::sum",)),
+    OpCase(
+        "mean_with_its_own_dtype",
+        fn(lambda m, x: x.mean(-1, dtype=torch.float32)),
+        (IMG,),
+        ("aten::mean",),
+        not_in_bf16_models="the dtype argument differs from a bf16 input's (refused: a cast)",
+    ),
     OpCase("amax_dim1_keepdim", fn(lambda m, x: x.amax(1, keepdim=True)), (IMG,), ("aten::amax",)),
     OpCase("amin_dims", fn(lambda m, x: x.amin((1, 2))), (IMG,), ("aten::amin",)),
+    # Only size-1 dims reduced (oneDNN refuses such a reduction): the values themselves.
+    OpCase("amax_of_one_value", fn(lambda m, x: torch.amax(x)), ((1,),), ("aten::amax",)),
+    OpCase("mean_over_size_one_dim", fn(lambda m, x: x.mean(1)), ((4, 1, 3),), ("aten::mean",)),
 ]
 
 RESAMPLING = [
@@ -311,9 +374,21 @@ RESAMPLING = [
         (IMG,),
         ("aten::upsample_bilinear2d",),
     ),
+    OpCase(
+        "upsample_bilinear_align_corners",
+        fn(lambda m, x: F.interpolate(x, size=(13, 20), mode="bilinear", align_corners=True)),
+        (IMG,),
+        ("aten::upsample_bilinear2d",),
+    ),
+    OpCase(
+        "upsample_bilinear_align_corners_down_x2",
+        fn(lambda m, x: F.interpolate(x, scale_factor=0.5, mode="bilinear", align_corners=True)),
+        ((1, 2, 8, 6),),
+        ("aten::upsample_bilinear2d",),
+    ),
 ]
 
-# Layout ops alone are never delegated (see test_partitioner), so each feeds a compute op here.
+# Each layout op feeds a compute op here (layout ops alone: test_partitioner).
 LAYOUT = [
     OpCase("view", fn(lambda m, x: torch.relu(x.view(3, 20))), T2, ("aten::view_copy",)),
     OpCase("reshape", fn(lambda m, x: torch.relu(x).reshape(5, 12)), T2, ("aten::view_copy",)),
@@ -400,11 +475,34 @@ COVERED_BY_TEST_INT8 = {
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_op_is_delegated_and_matches_eager(case: OpCase) -> None:
-    outcome = run_and_compare(case.id, case.model(), case.inputs(), case.tolerance)
+    config = EdgeCompileConfig(_check_ir_validity=False) if case.non_core_aten else None
+    outcome = run_and_compare(case.id, case.model(), case.inputs(), case.tolerance, compile_config=config)
     outcome.assert_delegated()
     missing = set(case.ops) - outcome.lowered.delegated_ops
     assert not missing, f"{case.id}: {sorted(missing)} not inside the delegate ({outcome.lowered.describe()})"
     outcome.assert_matches()
+
+
+ROUNDING = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "log1p": torch.log1p}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDING))
+def test_rounding_and_log1p_are_exact_at_the_edges(name: str) -> None:
+    """Ties (round to even), signed zeros, infinities, NaN, values beyond 2^23: bit for bit as PyTorch
+    computes them; log1p within an ulp, tiny values included (log(1 + x) would give 0)."""
+    edges = [0.5, 1.5, 2.5, -0.5, -1.5, -0.0, 0.0, 2.0**23 + 1, -(2.0**24), 1e-10, -1e-10, 0.49999997]
+    x = torch.tensor([*edges, float("inf"), float("-inf"), float("nan")])
+    outcome = run_and_compare(name, Fn(lambda m, t: ROUNDING[name](t)), (x,), tolerance=0.0)
+    outcome.assert_delegated()
+    expected = ROUNDING[name](x)
+    assert torch.equal(outcome.outputs[0].isnan(), expected.isnan())
+    finite = ~expected.isnan()
+    got, want = outcome.outputs[0][finite], expected[finite]
+    if name == "log1p":
+        torch.testing.assert_close(got, want, rtol=2.5e-7, atol=0.0)
+    else:
+        assert torch.equal(got, want), (got, want)
+    assert torch.equal(got.signbit(), want.signbit())
 
 
 def test_every_rule_has_an_op_case() -> None:

@@ -100,10 +100,11 @@ def lower(
     inputs: tuple[torch.Tensor, ...],
     partitioner: OneDnnPartitioner | None = None,
     dynamic_shapes: object = None,
+    compile_config: exir.EdgeCompileConfig | None = None,
 ) -> Lowered:
     partitioner = partitioner or OneDnnPartitioner()
     ep = torch.export.export(model.eval(), inputs, dynamic_shapes=dynamic_shapes)  # type: ignore[arg-type]
-    edge = exir.to_edge_transform_and_lower(ep, partitioner=[partitioner])
+    edge = exir.to_edge_transform_and_lower(ep, partitioner=[partitioner], compile_config=compile_config)
     delegates, compute, layout = classify(edge.exported_program().graph)
     gm = edge.exported_program().graph_module
     delegated = {
@@ -286,12 +287,13 @@ def run_and_compare(
     inputs: tuple[torch.Tensor, ...],
     tolerance: float = DEFAULT_TOLERANCE,
     partitioner: OneDnnPartitioner | None = None,
+    compile_config: exir.EdgeCompileConfig | None = None,
 ) -> Outcome:
     """Export, lower, run the .pte and compare every output with eager PyTorch."""
     model = model.eval()
     with torch.no_grad():
         expected = [t.detach().clone() for t in flatten_outputs(model(*inputs))]
-    lowered = lower(model, inputs, partitioner)
+    lowered = lower(model, inputs, partitioner, compile_config=compile_config)
     outputs = execute(lowered.buffer, inputs)
     return Outcome(name, lowered, outputs, expected, mismatch(name, outputs, expected, tolerance))
 

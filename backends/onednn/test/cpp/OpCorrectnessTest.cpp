@@ -388,8 +388,21 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
       {"abs", 13, 0, 0, [](double x) { return std::fabs(x); }},
       {"linear", 14, 2.0, -1.0, [](double x) { return 2 * x - 1; }},
       {"square", 16, 0, 0, [](double x) { return x * x; }},
+      // Host loops (no oneDNN algorithm):
+      {"round (half to even)", 17, 0, 0, [](double x) { return std::nearbyint(x); }},
+      {"floor", 18, 0, 0, [](double x) { return std::floor(x); }},
+      {"ceil", 19, 0, 0, [](double x) { return std::ceil(x); }},
+      {"trunc", 20, 0, 0, [](double x) { return std::trunc(x); }},
+      {"log1p", 21, 0, 0, [](double x) { return std::log1p(x); }}, // of |x| (defined there)
   };
-  const auto x = random_values(2 * 3 * 7, 19);
+  auto x = random_values(2 * 3 * 7, 19);
+  for (float& v : x) {
+    v *= 4; // values across several integers for the rounding algorithms
+  }
+  x[0] = 2.5f; // a tie: rounds to even
+  x[1] = -0.5f;
+  std::vector<float> magnitudes(x.size());
+  std::transform(x.begin(), x.end(), magnitudes.begin(), [](float v) { return std::fabs(v); });
   for (const Case& c : cases) {
     Model model;
     const uint32_t src = model.input({2, 3, 7});
@@ -397,14 +410,26 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
     model.payload.step(Kind::Eltwise, {src}, {dst},
                        {ints("alg", {c.alg}), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
     model.output(dst, {2, 3, 7});
-    const auto outputs = run_model(model, {x});
+    const std::vector<float>& input = c.alg == 21 ? magnitudes : x;
+    const auto outputs = run_model(model, {input});
     ASSERT_EQ(outputs.size(), 1u) << c.name;
     std::vector<float> expected;
-    for (float v : x) {
+    for (float v : input) {
       expected.push_back(static_cast<float>(c.fn(v)));
     }
     expect_close(outputs[0], expected, c.name);
   }
+}
+
+TEST(OpCorrectness, HostEltwiseAlgorithmsAreRefusedAsPostOps) {
+  Model model;
+  const uint32_t a = model.input({2, 4});
+  const uint32_t b = model.input({2, 4});
+  const uint32_t dst = model.value({2, 4});
+  model.payload.step(Kind::Binary, {a, b}, {dst},
+                     {ints("alg", {0}), ints("post_ops", {0, 18}), floats("post_op_params", {0, 0})});
+  model.output(dst, {2, 4});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
 
 TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {

@@ -1,0 +1,110 @@
+"""Ops with no oneDNN primitive of their own, lowered as a few existing steps with the same result."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch._subclasses.fake_tensor import is_fake
+from torch.fx import Node
+
+from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
+from .context import LoweringContext, Unsupported
+from .rules import FLOAT_MAX, OP_RULES, OpRule, arg, emit_eltwise
+
+aten = torch.ops.aten
+
+
+def scaled_log_rule(scale: float) -> OpRule:
+    """log2 and log10: the natural log times a constant (one post-op once fused)."""
+
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        src = ctx.value(node.args[0])
+        log = ctx.new_value(ctx.dims(src), ctx.dtype(src))
+        emit_eltwise(ctx, src, log, EltwiseAlg.LOG, 0.0, 0.0)
+        emit_eltwise(ctx, log, ctx.output(node), EltwiseAlg.LINEAR, scale, 0.0)
+
+    return OpRule(lower)
+
+
+def lower_prelu(ctx: LoweringContext, node: Node) -> None:
+    """x if x > 0 else w * x, w shared or one per channel (dim 1)."""
+    x, w = node.args[0], node.args[1]
+    src, dst = ctx.value(x), ctx.output(node)
+    weights = ctx.constant(ctx.value(w))
+    if weights is None:
+        raise Unsupported("prelu with a computed weight")
+    dims = ctx.dims(src)
+    if weights.numel() == 1:  # oneDNN's relu with a negative slope is exactly that
+        slope = 0.25 if is_fake(weights) else float(weights.reshape(()))
+        emit_eltwise(ctx, src, dst, EltwiseAlg.RELU, slope, 0.0)
+        return
+    if len(dims) < 2 or dims[1] != weights.numel():
+        raise Unsupported(f"prelu with {weights.numel()} weights for input dims {dims}")
+    # max(x, 0) + w * min(x, 0): each product is w * x or w * 0, so the sum is exact.
+    per_channel = ctx.graph.add_constant(
+        weights.reshape((1, -1) + (1,) * (len(dims) - 2)).float().contiguous(), DType.F32
+    )
+    positive, negative = ctx.new_value(dims, ctx.dtype(src)), ctx.new_value(dims, ctx.dtype(src))
+    emit_eltwise(ctx, src, positive, EltwiseAlg.RELU, 0.0, 0.0)
+    emit_eltwise(ctx, src, negative, EltwiseAlg.CLIP, -FLOAT_MAX, 0.0)
+    ctx.emit(
+        StepKind.BINARY,
+        [negative, per_channel, positive],
+        [dst],
+        {"alg": [BinaryAlg.MUL], "post_ops": [PostOpKind.BINARY, BinaryAlg.ADD]},
+        {"post_op_params": [0.0, 0.0]},
+    )
+
+
+# Largest input height or width that align_corners=True bilinear upsampling takes: as matmuls by the
+# interpolation matrices it costs H + W multiply-adds per output value, the direct kernel four.
+MAX_INTERPOLATED_EXTENT = 128
+
+
+def align_corners_weights(in_size: int, out_size: int) -> torch.Tensor:
+    """[out, in] linear interpolation weights with align_corners=True, computed in f32 as PyTorch's
+    upsample_bilinear2d kernel computes its lambdas."""
+    if out_size > 1:
+        scale = torch.tensor(in_size - 1, dtype=torch.float32) / torch.tensor(out_size - 1, dtype=torch.float32)
+    else:
+        scale = torch.tensor(0.0)
+    source = scale * torch.arange(out_size, dtype=torch.float32)
+    low = source.floor().long().clamp(max=in_size - 1)
+    high = (low + 1).clamp(max=in_size - 1)
+    high_weight = source - low.float()
+    weights = torch.zeros(out_size, in_size, dtype=torch.float32)
+    rows = torch.arange(out_size)
+    weights[rows, low] += 1.0 - high_weight
+    weights[rows, high] += high_weight
+    return weights
+
+
+def lower_upsample_bilinear(ctx: LoweringContext, node: Node) -> None:
+    """oneDNN's linear resampling has no align_corners=True: there it is out = Wh @ x @ Ww^T."""
+    if not arg(node, 2, "align_corners", False):
+        RESAMPLE_BILINEAR.lower(ctx, node)
+        return
+    src = ctx.value(node.args[0])
+    in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
+    if len(in_dims) != 4 or max(in_dims[2:]) > MAX_INTERPOLATED_EXTENT:
+        limit = MAX_INTERPOLATED_EXTENT
+        raise Unsupported(f"bilinear align_corners=True of {in_dims}: 4d, at most {limit} rows and columns")
+    (in_h, in_w), (out_h, out_w) = in_dims[2:], out_dims[2:]
+    across = ctx.graph.add_constant(align_corners_weights(in_w, out_w), DType.F32)  # [OW, W]
+    down = ctx.graph.add_constant(align_corners_weights(in_h, out_h), DType.F32)  # [OH, H]
+    rows = ctx.new_value((*in_dims[:3], out_w), ctx.dtype(src))
+    ctx.emit(StepKind.MATMUL, [src, across, None], [rows], {"transpose_b": [1]})
+    ctx.emit(StepKind.MATMUL, [down, rows, None], [ctx.output(node)], {"transpose_b": [0]})
+
+
+RESAMPLE_BILINEAR = OP_RULES[aten.upsample_bilinear2d.vec]
+
+COMPOSITE_RULES: dict[object, OpRule] = {
+    aten.log2.default: scaled_log_rule(1.0 / math.log(2.0)),
+    aten.log10.default: scaled_log_rule(1.0 / math.log(10.0)),
+    aten.prelu.default: OpRule(lower_prelu),
+    aten.upsample_bilinear2d.vec: OpRule(lower_upsample_bilinear),
+}
+# Kept whole through ExecuTorch's decompositions (prelu would become where(x > 0, x, w * x)).
+COMPOSITE_KEEP_WHOLE = [aten.prelu.default]
