@@ -15,6 +15,7 @@ KEEP_FP32 = {
     StepKind.SOFTMAX,
     StepKind.LAYER_NORM,
     StepKind.RMS_NORM,
+    StepKind.ADAPTIVE_POOLING,
     StepKind.BATCH_NORM,
     StepKind.REDUCTION,
     StepKind.QUANTIZE_ROWS,

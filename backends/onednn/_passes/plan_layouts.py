@@ -36,6 +36,7 @@ READ_PLAIN = frozenset(
         StepKind.MATMUL,
         StepKind.LAYER_NORM,
         StepKind.RMS_NORM,
+        StepKind.ADAPTIVE_POOLING,
         StepKind.SOFTMAX,
         StepKind.QUANTIZE_ROWS,
         StepKind.ATTENTION,

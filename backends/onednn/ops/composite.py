@@ -98,6 +98,25 @@ def lower_upsample_bilinear(ctx: LoweringContext, node: Node) -> None:
     ctx.emit(StepKind.MATMUL, [down, rows, None], [ctx.output(node)], {"transpose_b": [0]})
 
 
+def lower_round_decimals(ctx: LoweringContext, node: Node) -> None:
+    """PyTorch's order: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for negative d, in f32."""
+    decimals = int(arg(node, 1, "decimals", 0))  # type: ignore[arg-type]
+    src, dtype = ctx.value(node.args[0]), ctx.dtype(ctx.value(node.args[0]))
+    dims = ctx.dims(src)
+    power = float(torch.tensor(10.0 ** abs(decimals), dtype=torch.float32))
+    power_value = ctx.graph.add_constant(torch.tensor([power]), DType.F32)
+    scaled, rounded = ctx.new_value(dims, dtype), ctx.new_value(dims, dtype)
+    if decimals >= 0:
+        emit_eltwise(ctx, src, scaled, EltwiseAlg.LINEAR, power, 0.0)
+    else:
+        ctx.emit(StepKind.BINARY, [src, power_value], [scaled], {"alg": [BinaryAlg.DIV]})
+    emit_eltwise(ctx, scaled, rounded, EltwiseAlg.ROUND, 0.0, 0.0)
+    if decimals >= 0:
+        ctx.emit(StepKind.BINARY, [rounded, power_value], [ctx.output(node)], {"alg": [BinaryAlg.DIV]})
+    else:
+        emit_eltwise(ctx, rounded, ctx.output(node), EltwiseAlg.LINEAR, power, 0.0)
+
+
 RESAMPLE_BILINEAR = OP_RULES[aten.upsample_bilinear2d.vec]
 
 COMPOSITE_RULES: dict[object, OpRule] = {
@@ -105,6 +124,7 @@ COMPOSITE_RULES: dict[object, OpRule] = {
     aten.log10.default: scaled_log_rule(1.0 / math.log(10.0)),
     aten.prelu.default: OpRule(lower_prelu),
     aten.upsample_bilinear2d.vec: OpRule(lower_upsample_bilinear),
+    aten.round.decimals: OpRule(lower_round_decimals),
 }
 # Kept whole through ExecuTorch's decompositions (prelu would become where(x > 0, x, w * x)).
 COMPOSITE_KEEP_WHOLE = [aten.prelu.default]

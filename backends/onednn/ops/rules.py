@@ -250,17 +250,14 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
         rank = len(out_dims)
         post_ops: dict[str, list[int]] = {}
         floats: dict[str, list[float]] = {}
-        if left_pad(ctx.dims(src0), rank) != out_dims:
-            if left_pad(ctx.dims(src1), rank) != out_dims or alg not in COMMUTATIVE | {BinaryAlg.SUB}:
-                raise Unsupported(
-                    f"binary {alg.name}: first operand {ctx.dims(src0)} would need broadcasting to {out_dims}"
-                )
+        swappable = alg in COMMUTATIVE | {BinaryAlg.SUB}
+        if left_pad(ctx.dims(src0), rank) != out_dims and left_pad(ctx.dims(src1), rank) == out_dims and swappable:
             src0, src1 = src1, src0
             if alg == BinaryAlg.SUB:  # a - b == -(b - a)
                 post_ops = {"post_ops": [PostOpKind.ELTWISE, EltwiseAlg.LINEAR]}
                 floats = {"post_op_params": [-1.0, 0.0]}
-        if len(ctx.dims(src0)) != rank:
-            raise Unsupported("binary output rank differs from its full-size operand")
+        if ctx.dims(src0) != out_dims:  # oneDNN broadcasts only the second operand
+            src0 = emit_broadcast_copy(ctx, src0, node)
         ctx.emit(StepKind.BINARY, [src0, src1], [ctx.output(node)], {"alg": [alg], **post_ops}, floats)
 
     return OpRule(lower)
@@ -647,12 +644,17 @@ def lower_avg_pool(ctx: LoweringContext, node: Node) -> None:
 
 
 def adaptive_pool_rule(alg: PoolingAlg) -> OpRule:
-    """Adaptive pooling whose output size divides the input's: equal windows, a plain pooling."""
+    """Adaptive pooling: a plain pooling when the output size divides the input's (equal windows),
+    else an ADAPTIVE_POOLING step."""
 
     def lower(ctx: LoweringContext, node: Node) -> None:
         in_dims, out_dims = ctx.dims(ctx.value(node.args[0])), ctx.dims_of(node)
-        if any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):
-            raise Unsupported("adaptive pooling whose output size does not divide the input size")
+        if not 3 <= len(in_dims) <= 5:
+            raise Unsupported(f"adaptive pooling of a {len(in_dims)}d input")
+        if any(i % o for i, o in zip(in_dims[2:], out_dims[2:])):  # windows of unequal sizes: on the host
+            src = ctx.value(node.args[0])
+            ctx.emit(StepKind.ADAPTIVE_POOLING, [src], [ctx.output(node)], {"alg": [alg]})
+            return
         kernel = [i // o for i, o in zip(in_dims[2:], out_dims[2:])]
         emit_pooling(ctx, node, alg, kernel, kernel, 0, 1)
 
@@ -739,19 +741,22 @@ def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
 MAX_EXPAND_COPIES = 64
 
 
-def expanded_axis(node: Node) -> int | None:
-    """The one dim `node` expands from 1 to a static count of at most MAX_EXPAND_COPIES, if that is all it does."""
+def expanded_axes(node: Node) -> list[tuple[int, int]] | None:
+    """(axis, count) of every dim `node` expands from 1 to a static count of at most MAX_EXPAND_COPIES
+    (new leading dims count as expanded from 1), or None when it does anything else."""
     source = node.args[0]
     if not isinstance(source, Node):
         return None
-    before, after = fake_tensor(source).shape, fake_tensor(node).shape
-    if len(before) != len(after):
-        return None
-    changed = [axis for axis, (a, b) in enumerate(zip(before, after)) if str(a) != str(b)]
-    if len(changed) != 1 or str(before[changed[0]]) != "1":
-        return None
-    count = after[changed[0]]
-    return changed[0] if isinstance(count, int) and count <= MAX_EXPAND_COPIES else None
+    after = fake_tensor(node).shape
+    before = (1,) * (len(after) - len(fake_tensor(source).shape)) + tuple(fake_tensor(source).shape)
+    axes = []
+    for axis, (a, b) in enumerate(zip(before, after)):
+        if str(a) == str(b):
+            continue
+        if str(a) != "1" or not isinstance(b, int) or not 2 <= b <= MAX_EXPAND_COPIES:
+            return None
+        axes.append((axis, b))
+    return axes
 
 
 def broadcast_by_users(node: Node) -> bool:
@@ -769,11 +774,32 @@ def lower_expand(ctx: LoweringContext, node: Node) -> None:
         ctx.fold(node, ctx.constant(src).expand(ctx.dims_of(node)).contiguous())  # type: ignore[union-attr]
     elif expands_nothing(node) or broadcast_by_users(node):
         ctx.alias(node, src)  # the consuming binary steps broadcast the unexpanded operand themselves
-    elif (axis := expanded_axis(node)) is not None:
-        copies = int(fake_tensor(node).shape[axis])
-        ctx.emit(StepKind.CONCAT, [src] * copies, [ctx.output(node)], {"axis": [axis]})
     else:
-        raise Unsupported("expand of more than one dim, or to a dynamic or large count, read by non-binary ops")
+        emit_broadcast_copy(ctx, src, node, ctx.output(node))
+
+
+def emit_broadcast_copy(ctx: LoweringContext, src: int, node: Node, dst: int | None = None) -> int:
+    """`src` broadcast to `node`'s static dims as a copy: left-padded with 1s, then concatenated along
+    each widened dim in turn (at most MAX_EXPAND_COPIES copies each). Returns the copy."""
+    out_dims = ctx.dims_of(node)
+    dims = list(left_pad(ctx.dims(src), len(out_dims)))
+    axes = [(axis, count) for axis, (size, count) in enumerate(zip(dims, out_dims)) if size != count]
+    shape = fake_tensor(node).shape
+    if any(dims[a] != 1 or not isinstance(shape[a], int) or not 2 <= n <= MAX_EXPAND_COPIES for a, n in axes):
+        raise Unsupported(
+            f"broadcasting {ctx.dims(src)} to {out_dims} as copies: static counts of at most {MAX_EXPAND_COPIES}"
+        )
+    if tuple(dims) != ctx.dims(src):
+        padded = dst if dst is not None and not axes else ctx.new_value(tuple(dims), ctx.dtype(src))
+        ctx.emit(StepKind.RESHAPE, [src], [padded])
+        src = padded
+    for index, (axis, count) in enumerate(axes):
+        dims[axis] = count
+        last = index == len(axes) - 1
+        copy = dst if dst is not None and last else ctx.new_value(tuple(dims), ctx.dtype(src))
+        ctx.emit(StepKind.CONCAT, [src] * count, [copy], {"axis": [axis]})
+        src = copy
+    return src
 
 
 def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None:
@@ -781,9 +807,9 @@ def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None
         return None
     if broadcast_by_users(node) and all(supported(u) for u in node.users):
         return None
-    if not broadcast_by_users(node) and expanded_axis(node) is not None:
+    if not broadcast_by_users(node) and expanded_axes(node) is not None:
         return None
-    return "expand is taken only when all its users are delegated binary ops that broadcast, or as copies along one dim"
+    return "expand is taken only when all its users are delegated binary ops that broadcast, or as copies"
 
 
 # --- concat, pad, resampling ----------------------------------------------------------------------
@@ -934,6 +960,7 @@ OP_RULES: dict[object, OpRule] = {
     aten.avg_pool3d.default: OpRule(lower_avg_pool),
     aten._adaptive_avg_pool2d.default: adaptive_pool_rule(PoolingAlg.AVG_EXCLUDE_PADDING),
     aten._adaptive_avg_pool3d.default: adaptive_pool_rule(PoolingAlg.AVG_EXCLUDE_PADDING),
+    aten.adaptive_max_pool2d.default: adaptive_pool_rule(PoolingAlg.MAX),
     aten.adaptive_max_pool3d.default: adaptive_pool_rule(PoolingAlg.MAX),
     aten.mean.dim: reduction_rule(ReductionAlg.MEAN, has_dtype=True),
     aten.sum.dim_IntList: reduction_rule(ReductionAlg.SUM, has_dtype=True),

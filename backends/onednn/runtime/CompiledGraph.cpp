@@ -277,6 +277,11 @@ void CompiledGraph::run_host_step(const PreparedStep& step) {
         rms_norm_rows(loop.rms_norm, source, target, mask_or_weight, begin, end);
       });
       return;
+    case HostLoop::Kind::AdaptivePool:
+      split_rows(loop.outer, loop.in[0] * loop.in[1] * loop.in[2], [&](size_t begin, size_t end) {
+        adaptive_pool_planes(loop, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+      });
+      return;
     case HostLoop::Kind::Unary:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
         unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);

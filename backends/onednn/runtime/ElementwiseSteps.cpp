@@ -125,6 +125,37 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
        {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 
+// On the host: oneDNN's pooling takes windows of one size only.
+void build_adaptive_pooling(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const memory::dims in = graph.dims(src);
+  const memory::dims out = graph.dims(step.outputs[0]);
+  ODNN_CHECK(
+      in.size() >= 3 && in.size() <= 5 && out.size() == in.size() && in[0] == out[0] && in[1] == out[1],
+      "src %s and dst %s must be [N, C] and the same 1 to 3 spatial dims",
+      dims_string(in).c_str(),
+      dims_string(out).c_str());
+  const auto alg = static_cast<PoolingAlg>(step.int_scalar("alg"));
+  ODNN_CHECK(
+      alg == PoolingAlg::Max || alg == PoolingAlg::AvgExcludePadding,
+      "adaptive pooling alg %lld must be MAX or AVG_EXCLUDE_PADDING",
+      static_cast<long long>(alg));
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::AdaptivePool;
+  loop.max = alg == PoolingAlg::Max;
+  loop.outer = static_cast<size_t>(in[0] * in[1]);
+  const size_t spatial = in.size() - 2;
+  for (size_t d = 0; d < spatial; ++d) {
+    ODNN_CHECK(
+        in[2 + d] > 0 && out[2 + d] > 0, "adaptive pooling of %s to %s", dims_string(in).c_str(),
+        dims_string(out).c_str());
+    loop.in[3 - spatial + d] = static_cast<size_t>(in[2 + d]);
+    loop.out[3 - spatial + d] = static_cast<size_t>(out[2 + d]);
+  }
+  const BufferId source = graph.input(src, plain_desc(in, DataType::f32));
+  graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(out, DataType::f32)), source);
+}
+
 void build_reduction(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims src_dims = graph.dims(src);

@@ -21,6 +21,7 @@ struct HostLoop {
     Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
     Unary, // dst = unary(src), f32, elementwise
+    AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
@@ -34,7 +35,55 @@ struct HostLoop {
   SoftmaxRows softmax; // Softmax
   RmsNormRows rms_norm; // RmsNorm
   Unary unary = Unary::Floor; // Unary
+  // AdaptivePool: `outer` planes (N * C) of in[] -> out[] (depth, height, width; 1 where absent).
+  size_t in[3] = {1, 1, 1};
+  size_t out[3] = {1, 1, 1};
+  bool max = false;
 };
+
+// Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs
+// [floor(o * i / out), ceil((o + 1) * i / out)); max propagates NaN, as PyTorch's does.
+inline void adaptive_pool_planes(const HostLoop& loop, const float* src, float* dst, size_t begin, size_t end) {
+  const size_t in_plane = loop.in[0] * loop.in[1] * loop.in[2];
+  const size_t out_plane = loop.out[0] * loop.out[1] * loop.out[2];
+  const auto window = [&](size_t dim, size_t o, size_t& first, size_t& last) {
+    first = o * loop.in[dim] / loop.out[dim];
+    last = ((o + 1) * loop.in[dim] + loop.out[dim] - 1) / loop.out[dim];
+  };
+  for (size_t plane = begin; plane < end; ++plane) {
+    const float* x = src + plane * in_plane;
+    float* y = dst + plane * out_plane;
+    for (size_t od = 0; od < loop.out[0]; ++od) {
+      size_t d0, d1;
+      window(0, od, d0, d1);
+      for (size_t oh = 0; oh < loop.out[1]; ++oh) {
+        size_t h0, h1;
+        window(1, oh, h0, h1);
+        for (size_t ow = 0; ow < loop.out[2]; ++ow) {
+          size_t w0, w1;
+          window(2, ow, w0, w1);
+          float result = loop.max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (size_t d = d0; d < d1; ++d) {
+            for (size_t h = h0; h < h1; ++h) {
+              const float* row = x + (d * loop.in[1] + h) * loop.in[2];
+              for (size_t w = w0; w < w1; ++w) {
+                if (!loop.max) {
+                  result += row[w];
+                } else if (row[w] > result || std::isnan(row[w])) {
+                  result = row[w];
+                }
+              }
+            }
+          }
+          if (!loop.max) {
+            result /= static_cast<float>((d1 - d0) * (h1 - h0) * (w1 - w0));
+          }
+          y[(od * loop.out[1] + oh) * loop.out[2] + ow] = result;
+        }
+      }
+    }
+  }
+}
 
 // Elementwise functions oneDNN 3.2 has no algorithm for; values [begin, end).
 inline void unary_values(HostLoop::Unary unary, const float* src, float* dst, size_t begin, size_t end) {
@@ -164,6 +213,9 @@ inline void run_host_loop(
       break;
     case HostLoop::Kind::RmsNorm: // likewise
       rms_norm_rows(loop.rms_norm, src, dst, static_cast<const float*>(aux), 0, loop.rms_norm.rows);
+      break;
+    case HostLoop::Kind::AdaptivePool: // likewise
+      adaptive_pool_planes(loop, static_cast<const float*>(src), static_cast<float*>(dst), 0, loop.outer);
       break;
     case HostLoop::Kind::Unary: // likewise
       unary_values(loop.unary, static_cast<const float*>(src), static_cast<float*>(dst), 0, dst_count);

@@ -62,8 +62,9 @@ enum class StepKind : uint32_t {
   QuantizeRows = 16,
   Attention = 17,
   RmsNorm = 18,
+  AdaptivePooling = 19,
 };
-inline constexpr uint32_t kNumStepKinds = 19; // codes 1..18; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 20; // codes 1..19; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -128,6 +129,7 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
     {"QUANTIZE_ROWS", 1, 1, false, false, 2},
     {"ATTENTION", 3, 4, false, false},
     {"RMS_NORM", 1, 2, false, false},
+    {"ADAPTIVE_POOLING", 1, 1, false, false},
 };
 
 inline bool is_known_step_kind(uint32_t code) {

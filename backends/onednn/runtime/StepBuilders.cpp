@@ -32,6 +32,7 @@ constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
     build_quantize_rows,
     build_attention,
     build_rms_norm,
+    build_adaptive_pooling,
 };
 
 } // namespace

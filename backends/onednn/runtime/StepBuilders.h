@@ -33,6 +33,7 @@ void build_pad(const StepRecord& step, GraphBuilder& graph);
 void build_quantize_rows(const StepRecord& step, GraphBuilder& graph);
 void build_attention(const StepRecord& step, GraphBuilder& graph);
 void build_rms_norm(const StepRecord& step, GraphBuilder& graph);
+void build_adaptive_pooling(const StepRecord& step, GraphBuilder& graph);
 
 // ---- helpers shared by the builders ----
 

@@ -74,6 +74,7 @@ class StepKind(IntEnum):
     QUANTIZE_ROWS = 16
     ATTENTION = 17
     RMS_NORM = 18
+    ADAPTIVE_POOLING = 19
 
 
 class EltwiseAlg(IntEnum):

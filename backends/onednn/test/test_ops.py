@@ -199,6 +199,23 @@ ELTWISE = [
     OpCase("log10", fn(lambda m, x: torch.log10(x)), T2, ("aten::log10",), positive=True),
     OpCase("log1p", fn(lambda m, x: torch.log1p(x)), T2, ("aten::log1p",), positive=True),
     OpCase("round", fn(lambda m, x: torch.round(x * 4)), T2, ("aten::round",), bf16_exact_inputs=True),
+    # round.decimals is not core ATen.
+    OpCase(
+        "round_2_decimals",
+        fn(lambda m, x: torch.round(x * 4, decimals=2)),
+        T2,
+        ("aten::round",),
+        non_core_aten=True,
+        bf16_exact_inputs=True,
+    ),
+    OpCase(
+        "round_to_tens",
+        fn(lambda m, x: torch.round(x * 40, decimals=-1)),
+        T2,
+        ("aten::round",),
+        non_core_aten=True,
+        bf16_exact_inputs=True,
+    ),
     OpCase("floor", fn(lambda m, x: torch.floor(x * 4)), T2, ("aten::floor",), bf16_exact_inputs=True),
     OpCase("ceil", fn(lambda m, x: torch.ceil(x * 4)), T2, ("aten::ceil",), bf16_exact_inputs=True),
     OpCase("trunc", fn(lambda m, x: torch.trunc(x * 4)), T2, ("aten::trunc",), bf16_exact_inputs=True),
@@ -210,6 +227,10 @@ ELTWISE = [
 BINARY = [
     OpCase("add_same_shape", fn(lambda m, a, b: a + b), ((3, 4, 5), (3, 4, 5)), ("aten::add",)),
     OpCase("add_broadcast_right", fn(lambda m, a, b: a + b), ((3, 4, 5), (4, 1)), ("aten::add",)),
+    # oneDNN broadcasts only its second operand: the first is copied to the output's shape first.
+    OpCase("add_both_broadcast", fn(lambda m, a, b: a + b), ((5, 1), (1, 5)), ("aten::add",)),
+    OpCase("div_first_operand_broadcast", fn(lambda m, a, b: a / b), ((5,), (3, 5)), ("aten::div",), positive=True),
+    OpCase("mul_into_higher_rank", fn(lambda m, a, b: a * b), ((4, 5), (1, 1, 4, 5)), ("aten::mul",)),
     OpCase("add_broadcast_left", fn(lambda m, a, b: a + b), ((4, 1), (3, 4, 5)), ("aten::add",)),
     OpCase("add_scalar", fn(lambda m, x: x + 2.5), T2, ("aten::add",)),
     OpCase("add_scalar_left", fn(lambda m, x: 2.5 + x), T2, ("aten::add",)),
@@ -250,6 +271,13 @@ BINARY = [
         fn(lambda m, a, b: b * a.expand(3, 4, 5)),
         ((4, 1), (3, 4, 5)),
         ("aten::expand_copy", "aten::mul"),
+    ),
+    # Copies, one expanded dim after another (a new leading dim counts as one).
+    OpCase(
+        "expand_of_two_dims_and_a_new_one_feeding_sigmoid",
+        fn(lambda m, x: torch.sigmoid(torch.relu(x).expand(2, 3, 4, 5))),
+        ((1, 4, 1),),
+        ("aten::expand_copy", "aten::sigmoid"),
     ),
 ]
 
@@ -320,6 +348,40 @@ POOLING = [
         fn(lambda m, x: F.adaptive_avg_pool3d(x, (2, 3, 2))),
         (VOL,),
         ("aten::_adaptive_avg_pool3d",),
+    ),
+    # Output sizes that do not divide the input's: windows of unequal sizes (ADAPTIVE_POOLING, on the host).
+    OpCase(
+        "adaptive_avg_pool2d_uneven",
+        fn(lambda m, x: F.adaptive_avg_pool2d(x, (4, 5))),
+        (IMG,),
+        ("aten::_adaptive_avg_pool2d",),
+    ),
+    OpCase(
+        "adaptive_avg_pool3d_uneven",
+        fn(lambda m, x: F.adaptive_avg_pool3d(x, (3, 4, 5))),
+        (VOL,),
+        ("aten::_adaptive_avg_pool3d",),
+    ),
+    OpCase(
+        "adaptive_max_pool2d_uneven",
+        fn(lambda m, x: F.adaptive_max_pool2d(x, (4, 5))),
+        (IMG,),
+        ("aten::adaptive_max_pool2d",),
+        non_core_aten=True,
+    ),
+    OpCase(
+        "adaptive_max_pool1d",
+        fn(lambda m, x: F.adaptive_max_pool1d(x, 3)),
+        ((2, 4, 9),),
+        ("aten::adaptive_max_pool2d",),
+        non_core_aten=True,
+    ),
+    OpCase(
+        "adaptive_max_pool3d_uneven",
+        fn(lambda m, x: F.adaptive_max_pool3d(x, (3, 4, 5))),
+        (VOL,),
+        ("aten::adaptive_max_pool3d",),
+        non_core_aten=True,
     ),
     OpCase(
         "adaptive_max_pool3d",

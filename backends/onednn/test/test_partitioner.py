@@ -119,11 +119,11 @@ REFUSALS = [
         min_delegates=2,
     ),
     Refusal(
-        "div_whose_numerator_broadcasts",
+        "div_whose_numerator_broadcasts_too_far",
         around(lambda m, a, b: a / (b + 1)),
-        randn((4, 1), (3, 4, 5)),
+        randn((4, 1), (3, 4, 100)),
         "aten::div",
-        "would need broadcasting",
+        "broadcasting",
         min_delegates=2,
     ),
     Refusal(
@@ -141,8 +141,8 @@ REFUSALS = [
         "dtype torch.int64",
     ),
     Refusal(
-        "expand_of_two_dims_feeding_a_non_binary_op",
-        lambda: Fn(lambda m, x: torch.sigmoid(torch.relu(x).expand(3, 4, 5))),
+        "expand_by_more_than_64_feeding_a_non_binary_op",
+        lambda: Fn(lambda m, x: torch.sigmoid(torch.relu(x).expand(3, 100, 5))),
         randn((1, 1, 5)),
         "aten::expand_copy",
         "only when all its users are delegated binary ops",

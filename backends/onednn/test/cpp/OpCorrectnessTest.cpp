@@ -471,6 +471,56 @@ TEST(OpCorrectness, PoolingMaxAndAverageMatchReference) {
   }
 }
 
+// Windows [floor(o * i / out), ceil((o + 1) * i / out)) of unequal sizes, as PyTorch's adaptive pooling.
+TEST(OpCorrectness, AdaptivePoolingTakesUnevenWindowsAndPropagatesNan) {
+  const int64_t h = 5, w = 7, oh = 3, ow = 4;
+  auto x = random_values(2 * h * w, 31);
+  x[h * w + 3] = std::numeric_limits<float>::quiet_NaN(); // plane 1, row 0, column 3
+  for (const int64_t alg : {int64_t{0}, int64_t{2}}) {
+    Model model;
+    const uint32_t src = model.input({1, 2, h, w});
+    const uint32_t dst = model.value({1, 2, oh, ow});
+    model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {ints("alg", {alg})});
+    model.output(dst, {1, 2, oh, ow});
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u);
+    for (int64_t plane = 0; plane < 2; ++plane) {
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t h0 = i * h / oh, h1 = ((i + 1) * h + oh - 1) / oh;
+          const int64_t w0 = j * w / ow, w1 = ((j + 1) * w + ow - 1) / ow;
+          double sum = 0, max = -INFINITY;
+          bool nan = false;
+          for (int64_t r = h0; r < h1; ++r) {
+            for (int64_t c = w0; c < w1; ++c) {
+              const float v = x[(plane * h + r) * w + c];
+              nan = nan || std::isnan(v);
+              sum += v;
+              max = std::max<double>(max, v);
+            }
+          }
+          const float got = outputs[0][(plane * oh + i) * ow + j];
+          if (nan) {
+            EXPECT_TRUE(std::isnan(got)) << "alg " << alg << " at " << plane << "," << i << "," << j;
+            continue;
+          }
+          const double expected = alg == 0 ? max : sum / static_cast<double>((h1 - h0) * (w1 - w0));
+          EXPECT_NEAR(got, expected, 1e-5) << "alg " << alg << " at " << plane << "," << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(OpCorrectness, AdaptivePoolingRefusesAveragesCountingPadding) {
+  Model model;
+  const uint32_t src = model.input({1, 2, 5, 7});
+  const uint32_t dst = model.value({1, 2, 3, 4});
+  model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {ints("alg", {1})});
+  model.output(dst, {1, 2, 3, 4});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
 TEST(OpCorrectness, SoftmaxAndLogSoftmaxMatchReference) {
   const std::vector<int64_t> dims = {2, 5, 3};
   const auto x = random_values(30, 23);
