@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Makes the environment ready, installing only what is missing: a virtual environment in .venv with the
-# pinned packages, Debian's gtest (with --tests), and this repository's delegate built and installed
-# into that environment (rebuilt when its sources change). Safe to run any number of times.
+# pinned packages, Debian's gtest (with --tests), the packages of scripts/requirements-NAME.txt (with
+# --requirements NAME, any number of times), and this repository's delegate built and installed into
+# that environment (rebuilt when its sources change). Safe to run any number of times.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${ONEDNN_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 
-if [[ "${1:-}" == "--tests" ]] && ! dpkg -s libgtest-dev >/dev/null 2>&1; then
+tests=0
+extras=()
+while (($#)); do
+  case "$1" in
+    --tests) tests=1 ;;
+    --requirements) extras+=("$2"); shift ;;
+    *) echo "bootstrap.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ((tests)) && ! dpkg -s libgtest-dev >/dev/null 2>&1; then
   echo "[bootstrap] installing Debian's libgtest-dev"
   if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi
   $sudo apt-get update -qq
@@ -44,3 +56,13 @@ if [[ "$(cat "$stamp_dir/delegate" 2>/dev/null)" != "$sources_hash" ]] \
   "${pip[@]}" install --no-build-isolation --no-deps "$root"
   echo "$sources_hash" > "$stamp_dir/delegate"
 fi
+
+for extra in "${extras[@]}"; do
+  file="$root/scripts/requirements-$extra.txt"
+  extra_hash=$(sha256sum "$file" | cut -d' ' -f1)
+  if [[ "$(cat "$stamp_dir/requirements-$extra" 2>/dev/null)" != "$extra_hash" ]]; then
+    echo "[bootstrap] installing scripts/requirements-$extra.txt"
+    "${pip[@]}" install -r "$file"
+    echo "$extra_hash" > "$stamp_dir/requirements-$extra"
+  fi
+done
