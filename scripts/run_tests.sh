@@ -23,5 +23,5 @@ python -m pytest backends/onednn/test "$@"
 # ExecuTorch's backend conformance suite, operator tests, our fp32 flow: no failure of any kind, and at
 # least the delegated passes CONFORMANCE.md records (a rule that stops delegating fails here).
 echo "== Backend conformance suite (operators, flow onednn)"
-python backends/onednn/test/conformance/run_suite.py --flows onednn --require onednn=644 \
+python backends/onednn/test/conformance/run_suite.py --flows onednn --require onednn=693 \
   --out "$root/build/conformance"

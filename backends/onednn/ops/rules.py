@@ -350,10 +350,10 @@ def _int8_weights(ctx: LoweringContext, w: object, output_axis: int) -> tuple[to
     elif _is(w, qd.dequantize_per_tensor.default):
         w_q, scale, zero_point, quant_min, _quant_max, w_dtype = w.args[:6]  # type: ignore[union-attr]
         data = ctx.constant_node_data(w_q)
-        if data is None or not isinstance(scale, float) or not isinstance(zero_point, int):
+        if data is None or data.dim() <= output_axis or not isinstance(scale, float) or not isinstance(zero_point, int):
             return None
-        channels = data.shape[output_axis] if data.dim() > output_axis else 0
-        scales, zero_points = torch.full((channels,), scale, dtype=torch.float64), torch.tensor([zero_point])
+        scales = torch.full((data.shape[output_axis],), scale, dtype=torch.float64)
+        zero_points = torch.tensor([zero_point])
     else:
         return None
     if w_dtype != torch.int8 or data.dtype != torch.int8 or quant_min < -128:  # type: ignore[operator]
@@ -799,7 +799,9 @@ def emit_broadcast_copy(ctx: LoweringContext, src: int, node: Node, dst: int | N
         copy = dst if dst is not None and last else ctx.new_value(tuple(dims), ctx.dtype(src))
         ctx.emit(StepKind.CONCAT, [src] * count, [copy], {"axis": [axis]})
         src = copy
-    return src
+    if dst is not None and src != dst:
+        ctx.emit(StepKind.RESHAPE, [src], [dst])
+    return src if dst is None else dst
 
 
 def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None:

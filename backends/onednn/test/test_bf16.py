@@ -66,7 +66,7 @@ def _compile_config(case: OpCase) -> exir.EdgeCompileConfig | None:
     return exir.EdgeCompileConfig(_check_ir_validity=False) if case.non_core_aten else None
 
 
-FLOAT_CASES = [c for c in CASES if all(x.is_floating_point() for x in c.inputs())]
+FLOAT_CASES = [c for c in CASES if all(x.is_floating_point() for x in c.inputs()) and c.not_in_bf16 is None]
 BF16_MODEL_CASES = [c for c in FLOAT_CASES if c.not_in_bf16_models is None]
 
 

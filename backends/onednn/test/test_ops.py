@@ -55,6 +55,8 @@ class OpCase:
     bf16_exact_inputs: bool = False
     # Why test_bf16 cannot run the case on a model converted to bf16 (None: it can).
     not_in_bf16_models: str | None = None
+    # Why test_bf16 cannot run the case in bf16 at all (None: it can).
+    not_in_bf16: str | None = None
 
     def inputs(self) -> tuple[torch.Tensor, ...]:
         generator = torch.Generator().manual_seed(0)
@@ -219,6 +221,18 @@ ELTWISE = [
     OpCase("floor", fn(lambda m, x: torch.floor(x * 4)), T2, ("aten::floor",), bf16_exact_inputs=True),
     OpCase("ceil", fn(lambda m, x: torch.ceil(x * 4)), T2, ("aten::ceil",), bf16_exact_inputs=True),
     OpCase("trunc", fn(lambda m, x: torch.trunc(x * 4)), T2, ("aten::trunc",), bf16_exact_inputs=True),
+    # A host step between convolutions: it reads and writes plain f32, the convolutions their own layouts.
+    OpCase(
+        "conv_floor_conv",
+        fn(
+            lambda m, x: m.parts.b(torch.floor(m.parts.a(x) * 4)),
+            a=nn.Conv2d(3, 16, 3, padding=1),
+            b=nn.Conv2d(16, 8, 3, padding=1),
+        ),
+        ((1, 3, 12, 12),),
+        ("aten::floor", "aten::convolution"),
+        not_in_bf16="floor of a bf16 convolution's result moves by 1 wherever bf16 rounds across an integer",
+    ),
     OpCase("prelu_shared", module(lambda: nn.PReLU()), ((2, 3, 4, 5),), ("aten::prelu",)),
     OpCase("prelu_1d_input", module(lambda: nn.PReLU(init=0.1)), ((20,),), ("aten::prelu",)),
     OpCase("prelu_per_channel", module(lambda: PerChannelPReLU(3)), ((2, 3, 4, 5),), ("aten::prelu",)),
