@@ -23,8 +23,9 @@ KEEP_FP32 = {
 # These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there;
 # attention keeps its scores and softmax in fp32).
 MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL, StepKind.ATTENTION}
-# Layout steps keep their input's type: a type change there would be an extra conversion.
-FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER}
+# Layout steps keep their input's type: a type change there would be an extra conversion. A gather
+# copies rows of its data as they are.
+FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER, StepKind.GATHER}
 
 
 def compute_in_bf16(graph: Graph) -> Graph:

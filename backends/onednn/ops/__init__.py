@@ -1,4 +1,4 @@
-"""Op support and lowering: the rule tables (rules.py, composite.py) and the whole-program lowering."""
+"""Op support and lowering: the rule tables (rules.py, composite.py, indexing.py) and the whole-program lowering."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
 from .composite import COMPOSITE_KEEP_WHOLE, COMPOSITE_RULES
 from .context import (
+    HOST_DTYPES,
     SUPPORTED_DTYPES,
     Bound,
     LoweringContext,
@@ -18,11 +19,12 @@ from .context import (
     constant_evaluator,
     fake_tensor,
 )
+from .indexing import INDEXING_RULES
 from .rules import KEEP_WHOLE as _PRIMITIVE_KEEP_WHOLE
 from .rules import OP_RULES as _PRIMITIVE_RULES
 from .rules import OpRule
 
-OP_RULES: dict[object, OpRule] = _PRIMITIVE_RULES | COMPOSITE_RULES
+OP_RULES: dict[object, OpRule] = _PRIMITIVE_RULES | COMPOSITE_RULES | INDEXING_RULES
 KEEP_WHOLE = _PRIMITIVE_KEEP_WHOLE + COMPOSITE_KEEP_WHOLE
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]
@@ -84,9 +86,10 @@ def lower_program(ep: ExportedProgram, bound: Bound = "max", size_one: bool = Tr
             # skips the argument and takes every size from the tensors.
             ctx.graph.size_args.append(user_inputs.index(node.name))
         elif node.op == "placeholder" and node.name in user_inputs:
-            if fake_tensor(node).dtype not in SUPPORTED_DTYPES:
+            # An index or mask input: the partitioner took it only for a user that reads that type.
+            if fake_tensor(node).dtype not in SUPPORTED_DTYPES | HOST_DTYPES:
                 raise Unsupported(f"delegate input {node.name} has dtype {fake_tensor(node).dtype}")
-            ctx.value(node)
+            ctx.value(node, SUPPORTED_DTYPES | HOST_DTYPES)
         elif node.op == "call_function":
             if ctx.constants.evaluate(node) is not None:
                 continue  # folded into a constant when a step reads it
@@ -103,13 +106,17 @@ def lower_program(ep: ExportedProgram, bound: Bound = "max", size_one: bool = Tr
 def _output_value(ctx: LoweringContext, node: Node) -> int:
     """Graph outputs must be fresh values produced by a step; copy anything else."""
     graph = ctx.graph
-    value_id = ctx.value(node)
-    dims = ctx.dims_of(node)
+    if node not in ctx.node_values and ctx.constants.evaluate(node) is None:
+        raise Unsupported(f"output {node.name} is computed by no step of the delegate")
+    value_id = ctx.value(node, SUPPORTED_DTYPES | HOST_DTYPES)
+    dims = ctx.dims_of(node, SUPPORTED_DTYPES | HOST_DTYPES)
     if graph.values[value_id].dims != dims:
         raise Unsupported(f"output {node.name} has dims {graph.values[value_id].dims}, expected {dims}")
     produced = any(value_id in step.outputs for step in graph.steps)
     if produced and value_id not in graph.outputs:
         return value_id
+    if fake_tensor(node).dtype in HOST_DTYPES:  # no step copies them
+        raise Unsupported(f"output {node.name} ({fake_tensor(node).dtype}) is an input or another output")
     copy = ctx.new_value(dims, ctx.dtype(value_id))
     ctx.emit(StepKind.RESHAPE, [value_id], [copy])
     return copy

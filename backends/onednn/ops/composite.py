@@ -98,6 +98,29 @@ def lower_upsample_bilinear(ctx: LoweringContext, node: Node) -> None:
     ctx.emit(StepKind.MATMUL, [down, rows, None], [ctx.output(node)], {"transpose_b": [0]})
 
 
+def lower_upsample_nearest(ctx: LoweringContext, node: Node) -> None:
+    """oneDNN picks other source rows than PyTorch for a non-integer factor: two gathers instead, by
+    the rows and columns PyTorch's own kernel picks (it upsamples a tensor of flat indices)."""
+    src = ctx.value(node.args[0])
+    in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
+    if all(o % i == 0 for i, o in zip(in_dims[2:], out_dims[2:])):
+        RESAMPLE_NEAREST.lower(ctx, node)
+        return
+    static = all(isinstance(d, int) for d in (*in_dims, *out_dims))
+    if len(in_dims) != 4 or not static or math.prod(in_dims[2:]) > 1 << 24:  # flat indices exact in f32
+        raise Unsupported("nearest upsampling by a non-integer factor: 4d, static sizes, <= 2^24 pixels")
+    (in_h, in_w), (out_h, out_w) = in_dims[2:], out_dims[2:]
+    flat = torch.arange(in_h * in_w, dtype=torch.float32).reshape(1, 1, in_h, in_w)
+    picked = aten.upsample_nearest2d.vec(flat, *node.args[1:]).to(torch.int64)[0, 0]
+    if tuple(picked.shape) != (out_h, out_w):
+        raise Unsupported(f"nearest upsampling to {tuple(picked.shape)}, exported as {(out_h, out_w)}")
+    rows = ctx.graph.add_constant(picked[:, 0] // in_w, DType.S64)
+    columns = ctx.graph.add_constant(picked[0, :] % in_w, DType.S64)
+    tall = ctx.new_value((*in_dims[:2], out_h, in_w), ctx.dtype(src))
+    ctx.emit(StepKind.GATHER, [src, rows], [tall], {"axis": [2]})
+    ctx.emit(StepKind.GATHER, [tall, columns], [ctx.output(node)], {"axis": [3]})
+
+
 def lower_round_decimals(ctx: LoweringContext, node: Node) -> None:
     """PyTorch's order: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for negative d, in f32."""
     decimals = int(arg(node, 1, "decimals", 0))  # type: ignore[arg-type]
@@ -118,12 +141,14 @@ def lower_round_decimals(ctx: LoweringContext, node: Node) -> None:
 
 
 RESAMPLE_BILINEAR = OP_RULES[aten.upsample_bilinear2d.vec]
+RESAMPLE_NEAREST = OP_RULES[aten.upsample_nearest2d.vec]
 
 COMPOSITE_RULES: dict[object, OpRule] = {
     aten.log2.default: scaled_log_rule(1.0 / math.log(2.0)),
     aten.log10.default: scaled_log_rule(1.0 / math.log(10.0)),
     aten.prelu.default: OpRule(lower_prelu),
     aten.upsample_bilinear2d.vec: OpRule(lower_upsample_bilinear),
+    aten.upsample_nearest2d.vec: OpRule(lower_upsample_nearest, compute=False),
     aten.round.decimals: OpRule(lower_round_decimals),
 }
 # Kept whole through ExecuTorch's decompositions (prelu would become where(x > 0, x, w * x)).

@@ -23,6 +23,8 @@ Bound = Literal["max", "min"]
 SUPPORTED_DTYPES = {torch.float32, torch.bfloat16}
 # Quantized activations (between a quantize and a dequantize) exist only inside the delegate.
 INT8_DTYPES = {torch.uint8, torch.int8}
+# Indices and masks: read and written only by the runtime's host index steps (ops/indexing.py).
+HOST_DTYPES = {torch.int64, torch.bool}
 
 
 class Unsupported(Exception):
@@ -43,10 +45,10 @@ def fake_tensor(node: Node) -> torch.Tensor:
     return val
 
 
-def node_dtype(node: Node) -> DType:
+def node_dtype(node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES | INT8_DTYPES) -> DType:
     """The payload type of the node's (first) result."""
     dtype = fake_tensor(node).dtype
-    if dtype not in SUPPORTED_DTYPES | INT8_DTYPES:
+    if dtype not in dtypes:
         raise Unsupported(f"{node.name} has dtype {dtype}")
     return TORCH_TO_DTYPE[dtype]
 
@@ -173,21 +175,25 @@ class LoweringContext:
         # Ops with several tensor results (split): node -> one value per result.
         self.multi_values: dict[Node, list[int]] = {}
 
-    def value(self, node: object) -> int:
+    def value(self, node: object, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
+        """The node's value id; a constant or a graph input when first seen, of one of `dtypes`."""
         if not isinstance(node, Node):
             raise Unsupported(f"expected a tensor operand, got {node!r}")
         if node in self.node_values:
-            return self.node_values[node]
+            value_id = self.node_values[node]
+            if self.graph.values[value_id].dtype in {TORCH_TO_DTYPE[d] for d in HOST_DTYPES - dtypes}:
+                raise Unsupported(f"{node.name} has dtype {fake_tensor(node).dtype}")
+            return value_id
         tensor = self.constants.evaluate(node)
         if isinstance(tensor, torch.Tensor):
-            if tensor.dtype not in SUPPORTED_DTYPES:
+            if tensor.dtype not in dtypes:
                 raise Unsupported(f"constant {node.name} has dtype {tensor.dtype}")
             value_id = self.graph.add_constant(tensor, TORCH_TO_DTYPE[tensor.dtype])
         else:
             # An int8 input is only the result of a quantize the partition also takes (whose checks
             # ensure it), never a delegate input.
-            dtypes = SUPPORTED_DTYPES | INT8_DTYPES if _is_quantize(node) else SUPPORTED_DTYPES
-            value_id = self.graph.add_value(node_dtype(node), self.dims_of(node, dtypes))
+            accepted = dtypes | INT8_DTYPES if _is_quantize(node) else dtypes
+            value_id = self.graph.add_value(node_dtype(node, accepted), self.dims_of(node, accepted))
             self.graph.inputs.append(value_id)
         self.node_values[node] = value_id
         return value_id
@@ -237,7 +243,7 @@ class LoweringContext:
 
     def output(self, node: Node, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
         """A fresh value for the node's (first) result."""
-        value_id = self.new_value(self.dims_of(node, dtypes), node_dtype(node))
+        value_id = self.new_value(self.dims_of(node, dtypes), node_dtype(node, dtypes | INT8_DTYPES))
         self.node_values[node] = value_id
         return value_id
 

@@ -214,8 +214,9 @@ def left_pad(dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
 
 def binary_rule(alg: BinaryAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
-        if arg(node, 2, "alpha", 1) != 1:
-            raise Unsupported("add/sub with alpha other than 1")
+        alpha = arg(node, 2, "alpha", 1)
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+            raise Unsupported(f"add/sub with alpha={alpha!r}")
         out_dims = ctx.dims_of(node)
         lhs, rhs = node.args[0], node.args[1]
 
@@ -230,7 +231,7 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
             return None
 
         for tensor, constant, table in ((lhs, scalar(rhs), SCALAR_RIGHT), (rhs, scalar(lhs), SCALAR_LEFT)):
-            if constant is None or not isinstance(tensor, Node):
+            if constant is None or not isinstance(tensor, Node) or alpha != 1:
                 continue
             src = ctx.value(tensor)
             as_linear = table.get(alg, lambda c: None)(constant)
@@ -247,6 +248,10 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
             return ctx.graph.add_constant(torch.tensor(float(x)), DType.F32)  # type: ignore[arg-type]
 
         src0, src1 = operand(lhs), operand(rhs)
+        if alpha != 1:  # x + alpha * y: PyTorch fuses the multiply-add, here alpha * y is rounded first
+            scaled = ctx.new_value(ctx.dims(src1), ctx.dtype(src1))
+            emit_eltwise(ctx, src1, scaled, EltwiseAlg.LINEAR, float(alpha), 0.0)
+            src1 = scaled
         rank = len(out_dims)
         post_ops: dict[str, list[int]] = {}
         floats: dict[str, list[float]] = {}
@@ -428,9 +433,9 @@ def lower_convolution(ctx: LoweringContext, node: Node) -> None:
     strides, pad, dil = spatial(stride, n, "stride"), spatial(padding, n, "padding"), spatial(dilation, n, "dilation")
     out_pad = spatial(output_padding, n, "output_padding")
     if transposed:
+        # output_padding widens the output on the right: negative right padding where it exceeds the
+        # padding, which oneDNN's deconvolution takes (those rows get the bias alone, as in PyTorch).
         padding_r = [p - o for p, o in zip(pad, out_pad)]
-        if min(padding_r) < 0:
-            raise Unsupported("conv_transpose with output_padding larger than padding")
         kind = StepKind.DECONVOLUTION
     else:
         if any(out_pad):
@@ -563,14 +568,14 @@ def lower_safe_softmax(ctx: LoweringContext, node: Node) -> None:
     ctx.alias(node, probabilities)
 
 
-def in_safe_softmax(node: Node, _: Callable[[Node], bool]) -> str | None:
-    """Guard nodes are taken only inside a complete safe-softmax pattern."""
+def in_safe_softmax(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    """Guard nodes are taken only inside a complete safe-softmax pattern whose `where` is taken too."""
     frontier, seen = [node], set()
     while frontier:
         current = frontier.pop()
         seen.add(current)
         pattern = match_safe_softmax(current)
-        if pattern is not None and node in pattern.members:
+        if pattern is not None and node in pattern.members and supported(pattern.where):
             return None
         frontier.extend(user for user in current.users if user not in seen and len(seen) < 8)
     return f"{node.name} is taken only as part of a softmax's fully-masked-row guard"
@@ -607,18 +612,30 @@ def emit_pooling(
     k = spatial(kernel, n, "kernel_size")
     s = spatial(stride, n, "stride") if stride else k
     pad_l, dil = spatial(padding, n, "padding"), spatial(dilation, n, "dilation")
-    # ceil_mode shows up as extra padding on the right, derived from the exported output size.
-    pad_r = [
-        (o - 1) * st + (kk - 1) * d + 1 - i - p
-        for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)
-    ]
-    # Floor mode may leave the last input rows unread (pad_r < 0); oneDNN floors its output size too,
-    # so pad_r = 0 gives the same windows whenever the shortfall is less than one stride.
-    pad_r = [0 if -st < p < 0 else p for p, st in zip(pad_r, s)]
-    if min(pad_r) < 0:
-        raise Unsupported("pooling window does not reach the input's end")
+
+    def right_padding() -> list[int]:
+        # ceil_mode shows up as extra padding on the right, derived from the exported output size.
+        pad_r = [
+            (o - 1) * st + (kk - 1) * d + 1 - i - p
+            for o, st, kk, d, i, p in zip(out_dims[2:], s, k, dil, in_dims[2:], pad_l)
+        ]
+        # Floor mode may leave the last input rows unread (pad_r < 0); oneDNN floors its output size
+        # too, so pad_r = 0 gives the same windows whenever the shortfall is less than one stride.
+        pad_r = [0 if -st < p < 0 else p for p, st in zip(pad_r, s)]
+        if min(pad_r) < 0:
+            raise Unsupported("pooling window does not reach the input's end")
+        return pad_r
+
+    pad_r = right_padding()
     if alg == PoolingAlg.AVG_INCLUDE_PADDING and pad_r != pad_l:
-        raise Unsupported("avg pool counting padding with ceil_mode")
+        # PyTorch counts the padding but not ceil_mode's extension past it, which oneDNN counts too:
+        # the padding becomes zeros of the input, averaged excluding the extension.
+        padded = ctx.new_value((*in_dims[:2], *(i + 2 * p for i, p in zip(in_dims[2:], pad_l))), ctx.dtype(src))
+        ctx.emit(
+            StepKind.PAD, [src], [padded], {"pad_front": [0, 0, *pad_l], "pad_back": [0, 0, *pad_l]}, {"value": [0.0]}
+        )
+        src, in_dims, pad_l, alg = padded, ctx.dims(padded), [0] * n, PoolingAlg.AVG_EXCLUDE_PADDING
+        pad_r = right_padding()
     ints = {"alg": [alg], "kernel": k, "strides": s, "padding_l": pad_l, "padding_r": pad_r, "dilation": dil}
     ctx.emit(StepKind.POOLING, [src], [ctx.output(node)], ints)
 
@@ -736,14 +753,15 @@ def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
     layout_rule().lower(ctx, node)
 
 
-# An expand read by other steps than binaries is materialized as copies of its source along the one
-# expanded dim (grouped-query attention's keys and values: 2-8 copies); more is not worth a delegate.
+# An expand read by other steps than binaries is materialized as copies of its source along each
+# expanded dim: a concat of up to this many (grouped-query attention's keys and values: 2-8 copies),
+# else a gather of row 0 (a concat's primitive takes long to build for many inputs).
 MAX_EXPAND_COPIES = 64
 
 
 def expanded_axes(node: Node) -> list[tuple[int, int]] | None:
-    """(axis, count) of every dim `node` expands from 1 to a static count of at most MAX_EXPAND_COPIES
-    (new leading dims count as expanded from 1), or None when it does anything else."""
+    """(axis, count) of every dim `node` expands from 1 to a static count (new leading dims count as
+    expanded from 1), or None when it does anything else."""
     source = node.args[0]
     if not isinstance(source, Node):
         return None
@@ -753,7 +771,7 @@ def expanded_axes(node: Node) -> list[tuple[int, int]] | None:
     for axis, (a, b) in enumerate(zip(before, after)):
         if str(a) == str(b):
             continue
-        if str(a) != "1" or not isinstance(b, int) or not 2 <= b <= MAX_EXPAND_COPIES:
+        if str(a) != "1" or not isinstance(b, int) or b < 2:
             return None
         axes.append((axis, b))
     return axes
@@ -779,16 +797,14 @@ def lower_expand(ctx: LoweringContext, node: Node) -> None:
 
 
 def emit_broadcast_copy(ctx: LoweringContext, src: int, node: Node, dst: int | None = None) -> int:
-    """`src` broadcast to `node`'s static dims as a copy: left-padded with 1s, then concatenated along
-    each widened dim in turn (at most MAX_EXPAND_COPIES copies each). Returns the copy."""
+    """`src` broadcast to `node`'s static dims as a copy: left-padded with 1s, then copied along each
+    widened dim in turn (see MAX_EXPAND_COPIES). Returns the copy."""
     out_dims = ctx.dims_of(node)
     dims = list(left_pad(ctx.dims(src), len(out_dims)))
     axes = [(axis, count) for axis, (size, count) in enumerate(zip(dims, out_dims)) if size != count]
     shape = fake_tensor(node).shape
-    if any(dims[a] != 1 or not isinstance(shape[a], int) or not 2 <= n <= MAX_EXPAND_COPIES for a, n in axes):
-        raise Unsupported(
-            f"broadcasting {ctx.dims(src)} to {out_dims} as copies: static counts of at most {MAX_EXPAND_COPIES}"
-        )
+    if any(dims[a] != 1 or not isinstance(shape[a], int) or n < 2 for a, n in axes):
+        raise Unsupported(f"broadcasting {ctx.dims(src)} to {out_dims} as copies: static counts only")
     if tuple(dims) != ctx.dims(src):
         padded = dst if dst is not None and not axes else ctx.new_value(tuple(dims), ctx.dtype(src))
         ctx.emit(StepKind.RESHAPE, [src], [padded])
@@ -797,7 +813,11 @@ def emit_broadcast_copy(ctx: LoweringContext, src: int, node: Node, dst: int | N
         dims[axis] = count
         last = index == len(axes) - 1
         copy = dst if dst is not None and last else ctx.new_value(tuple(dims), ctx.dtype(src))
-        ctx.emit(StepKind.CONCAT, [src] * count, [copy], {"axis": [axis]})
+        if count <= MAX_EXPAND_COPIES:
+            ctx.emit(StepKind.CONCAT, [src] * count, [copy], {"axis": [axis]})
+        else:  # a concat of that many inputs would be slow to build: gather index 0 `count` times
+            zeros = ctx.graph.add_constant(torch.zeros(count, dtype=torch.int64), DType.S64)
+            ctx.emit(StepKind.GATHER, [src, zeros], [copy], {"axis": [axis]})
         src = copy
     if dst is not None and src != dst:
         ctx.emit(StepKind.RESHAPE, [src], [dst])
@@ -911,8 +931,7 @@ def lower_slice(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     dims = ctx.dims(src)
     dim = normalize_dim(arg(node, 1, "dim", 0), len(dims))  # type: ignore[arg-type]
-    if arg(node, 4, "step", 1) != 1:
-        raise Unsupported("slice with a step")
+    step = arg(node, 4, "step", 1)
     start, end = (ctx.size(arg(node, 2, "start")), ctx.size(arg(node, 3, "end")))
 
     def clamp(bound: int | None, default: int) -> int:  # Python's slice rules, at every size
@@ -923,7 +942,13 @@ def lower_slice(ctx: LoweringContext, node: Node) -> None:
 
     begin = clamp(start, 0)
     stop = largest(clamp(end, dims[dim]), begin)
-    define_reshaped(ctx, node, emit_slice(ctx, src, dim, begin, stop - begin))
+    if step == 1:
+        define_reshaped(ctx, node, emit_slice(ctx, src, dim, begin, stop - begin))
+        return
+    if not (isinstance(step, int) and isinstance(begin, int) and isinstance(stop, int) and stop > begin):
+        raise Unsupported("slice with a step: static, non-empty bounds only")
+    picked = ctx.graph.add_constant(torch.arange(begin, stop, step), DType.S64)  # every step-th row
+    ctx.emit(StepKind.GATHER, [src, picked], [ctx.output(node)], {"axis": [dim]})
 
 
 def lower_split_with_sizes(ctx: LoweringContext, node: Node) -> None:
@@ -950,9 +975,6 @@ OP_RULES: dict[object, OpRule] = {
     aten._native_batch_norm_legit_no_training.default: OpRule(lower_batch_norm, users_ok=only_first_output_used),
     aten.native_layer_norm.default: OpRule(lower_layer_norm, users_ok=only_first_output_used),
     aten._softmax.default: softmax_rule(log=False),
-    aten.where.self: OpRule(lower_safe_softmax),
-    aten.eq.Scalar: SAFE_SOFTMAX_GUARD,
-    aten.logical_not.default: SAFE_SOFTMAX_GUARD,
     aten.any.dim: SAFE_SOFTMAX_GUARD,
     aten.full_like.default: SAFE_SOFTMAX_GUARD,
     aten._log_softmax.default: softmax_rule(log=True),

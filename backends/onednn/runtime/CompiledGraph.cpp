@@ -32,7 +32,19 @@ CpuContext& cpu_context() {
 
 TensorSpec tensor_spec(const ValueRecord& value) {
   TensorSpec spec;
-  spec.type = value.dtype == static_cast<uint8_t>(DType::BF16) ? ScalarType::BFloat16 : ScalarType::Float;
+  switch (static_cast<DType>(value.dtype)) {
+    case DType::BF16:
+      spec.type = ScalarType::BFloat16;
+      break;
+    case DType::S64:
+      spec.type = ScalarType::Long;
+      break;
+    case DType::Bool:
+      spec.type = ScalarType::Bool;
+      break;
+    default: // the payload parser lets only F32 besides these cross the border
+      spec.type = ScalarType::Float;
+  }
   std::vector<int32_t>& sizes = spec.sizes;
   for (int64_t dim : value.dims) {
     ODNN_CHECK(
@@ -214,7 +226,11 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
       for (size_t index = 0; index < steps_.size(); ++index) {
         const PreparedStep& step = steps_[index];
         if (step.primitive == nullptr) {
-          run_host_step(step);
+          const Error error = run_host_step(step);
+          if (error != Error::Ok) {
+            ET_LOG(Error, "OneDnnBackend: prepared step %zu (on the host) failed", index);
+            return error;
+          }
           continue;
         }
         const dnnl_status_t status = dnnl_primitive_execute(
@@ -248,10 +264,10 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
   return Error::Ok;
 }
 
-// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows,
-// Softmax or RmsNorm loop, and the values of a Unary one, are independent and split across the arena's threads (a BERT layer quantizes ~700K
-// values per run).
-void CompiledGraph::run_host_step(const PreparedStep& step) {
+// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows, Softmax,
+// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary one, are independent and split
+// across the arena's threads (a BERT layer quantizes ~700K values per run).
+Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
   void* target = step.host_dst.get_data_handle();
@@ -266,30 +282,60 @@ void CompiledGraph::run_host_step(const PreparedStep& step) {
       split_rows(loop.outer, loop.extent, [&](size_t begin, size_t end) {
         quantize_rows(loop, source, target, aux, begin, end);
       });
-      return;
+      return Error::Ok;
     case HostLoop::Kind::Softmax:
       split_rows(loop.softmax.rows, loop.softmax.extent, [&](size_t begin, size_t end) {
         softmax_rows(loop.softmax, source, target, mask_or_weight, begin, end);
       });
-      return;
+      return Error::Ok;
     case HostLoop::Kind::RmsNorm:
       split_rows(loop.rms_norm.rows, loop.rms_norm.extent, [&](size_t begin, size_t end) {
         rms_norm_rows(loop.rms_norm, source, target, mask_or_weight, begin, end);
       });
-      return;
+      return Error::Ok;
     case HostLoop::Kind::AdaptivePool:
       split_rows(loop.outer, loop.in[0] * loop.in[1] * loop.in[2], [&](size_t begin, size_t end) {
         adaptive_pool_planes(loop, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
       });
-      return;
+      return Error::Ok;
     case HostLoop::Kind::Unary:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
         unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
       });
-      return;
-    default:
-      run_host_loop(loop, source, target, step.host_dst_count, aux);
+      return Error::Ok;
+    case HostLoop::Kind::ArgReduce:
+      split_rows(loop.arg_reduce.outer * loop.arg_reduce.inner, loop.arg_reduce.extent, [&](size_t begin, size_t end) {
+        arg_reduce_rows(loop.arg_reduce, static_cast<const float*>(source), static_cast<int64_t*>(target), begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::Gather:
+      return gather_rows(loop.gather, source, aux, target);
+    case HostLoop::Kind::Elementwise:
+      return host_elementwise(
+          loop.elementwise,
+          target,
+          source,
+          aux,
+          step.host_sources.empty() ? nullptr : step.host_sources[0].get_data_handle());
+    case HostLoop::Kind::IndexPut: {
+      const void* indices[kMaxRank] = {};
+      for (size_t k = 0; k < step.host_sources.size() && k < kMaxRank; ++k) {
+        indices[k] = step.host_sources[k].get_data_handle();
+      }
+      return index_put(loop.index_put, target, source, aux, indices);
+    }
+    case HostLoop::Kind::Fill:
+      if (loop.bf16) {
+        std::fill_n(static_cast<uint16_t*>(target), step.host_dst_count, to_bf16_bits(loop.value));
+      } else {
+        std::fill_n(static_cast<float*>(target), step.host_dst_count, loop.value);
+      }
+      return Error::Ok;
+    case HostLoop::Kind::ZeroFullyMaskedRows:
+      zero_fully_masked_rows(loop, static_cast<const float*>(source), static_cast<float*>(target));
+      return Error::Ok;
   }
+  return Error::Internal; // unreachable: every kind is handled above
 }
 
 } // namespace executorch::backends::onednn

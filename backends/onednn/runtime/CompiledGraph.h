@@ -77,9 +77,11 @@ class CompiledGraph {
     dnnl::memory host_dst;
     dnnl::memory host_src;
     dnnl::memory host_aux; // QuantizeRows: the row scales (a second output); Softmax: the mask
+    // Further inputs: WHERE's operand taken where the condition is false, INDEX_PUT's indices.
+    std::vector<dnnl::memory> host_sources;
     size_t host_dst_count = 0;
   };
-  static void run_host_step(const PreparedStep& step);
+  static runtime::Error run_host_step(const PreparedStep& step);
   // A memory object whose data handle is the tensor at args[arg_index].
   struct Binding {
     dnnl::memory memory;

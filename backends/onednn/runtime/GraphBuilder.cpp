@@ -284,13 +284,17 @@ void GraphBuilder::add_host_loop(
     const HostLoop& loop,
     BufferId target,
     BufferId source,
-    BufferId aux) {
+    BufferId aux,
+    const std::vector<BufferId>& more_sources) {
   ArgList args{{DNNL_ARG_DST, target}};
   if (source != kNoBuffer) {
     args.emplace_back(DNNL_ARG_SRC, source);
   }
   if (aux != kNoBuffer) {
     args.emplace_back(DNNL_ARG_DST_1, aux);
+  }
+  for (size_t i = 0; i < more_sources.size(); ++i) {
+    args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), more_sources[i]);
   }
   for (const auto& arg : args) {
     note_use(arg.second);
@@ -500,6 +504,10 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     if (!recorded.primitive) {
       step.host = recorded.host;
       for (const auto& [arg, buffer] : recorded.args) {
+        if (arg >= DNNL_ARG_MULTIPLE_SRC) {
+          step.host_sources.push_back(memory_of(buffer)); // recorded in order
+          continue;
+        }
         (arg == DNNL_ARG_DST ? step.host_dst
              : arg == DNNL_ARG_SRC ? step.host_src
                                    : step.host_aux) = memory_of(buffer);

@@ -75,9 +75,14 @@ class GraphBuilder {
   size_t constant_bytes() const {
     return constant_bytes_;
   }
-  // The value's element type (the payload parser refuses F16 and S32 values).
+  // The value's element type (the payload parser refuses F16 and S32 values). S64 and BOOL values,
+  // which only host steps touch, are described by a oneDNN type of the same size.
   DataType data_type(uint32_t id) const {
     switch (static_cast<DType>(payload_.values[id].dtype)) {
+      case DType::S64:
+        return DataType::f64;
+      case DType::Bool:
+        return DataType::u8;
       case DType::BF16:
         return DataType::bf16;
       case DType::S8:
@@ -177,12 +182,14 @@ class GraphBuilder {
   void add_reorder(BufferId source, BufferId destination);
   void add_fill(BufferId target, float value); // target: f32 or bf16
   // A loop on the calling thread writing `target` and reading `source`, when given; `aux` is a
-  // second buffer the loop writes or reads (HostLoop::Kind says which).
+  // second buffer the loop writes or reads (HostLoop::Kind says which); `more_sources` are further
+  // buffers it reads, in order.
   void add_host_loop(
       const HostLoop& loop,
       BufferId target,
       BufferId source,
-      BufferId aux = kNoBuffer);
+      BufferId aux = kNoBuffer,
+      const std::vector<BufferId>& more_sources = {});
 
   // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
   static dnnl::primitive_attr default_attr();
@@ -192,7 +199,7 @@ class GraphBuilder {
 
  private:
   struct RecordedStep {
-    dnnl::primitive primitive; // empty for a host loop (args: DST, [SRC], [DST_1 = aux])
+    dnnl::primitive primitive; // empty for a host loop (args: DST, [SRC], [DST_1 = aux], [MULTIPLE_SRC + i])
     ArgList args;
     memory::desc scratchpad;
     HostLoop host;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "IndexKernels.h"
 #include "RowKernels.h"
 
 namespace executorch::backends::onednn {
@@ -22,6 +23,10 @@ struct HostLoop {
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
     Unary, // dst = unary(src), f32, elementwise
     AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
+    ArgReduce, // dst (int64) = argmax or argmin of src (f32) along a dim
+    Gather, // dst = rows of src picked by the int64 indices in aux
+    Elementwise, // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
+    IndexPut, // dst = src with the points the more sources (int64) pick set from aux
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
@@ -39,6 +44,10 @@ struct HostLoop {
   size_t in[3] = {1, 1, 1};
   size_t out[3] = {1, 1, 1};
   bool max = false;
+  ArgReduceRows arg_reduce; // ArgReduce
+  GatherRows gather; // Gather
+  ElementwiseLoop elementwise; // Elementwise
+  IndexPutLoop index_put; // IndexPut
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs
@@ -185,41 +194,6 @@ inline void quantize_rows(
         loop.extent,
         static_cast<int8_t*>(dst) + row * loop.extent,
         static_cast<float*>(scales) + row);
-  }
-}
-
-inline void run_host_loop(
-    const HostLoop& loop,
-    const void* src,
-    void* dst,
-    size_t dst_count,
-    void* aux) {
-  switch (loop.kind) {
-    case HostLoop::Kind::Fill:
-      if (loop.bf16) {
-        std::fill_n(static_cast<uint16_t*>(dst), dst_count, to_bf16_bits(loop.value));
-      } else {
-        std::fill_n(static_cast<float*>(dst), dst_count, loop.value);
-      }
-      break;
-    case HostLoop::Kind::ZeroFullyMaskedRows:
-      zero_fully_masked_rows(loop, static_cast<const float*>(src), static_cast<float*>(dst));
-      break;
-    case HostLoop::Kind::QuantizeRows: // all rows on this thread; execute() splits them instead
-      quantize_rows(loop, src, dst, aux, 0, loop.outer);
-      break;
-    case HostLoop::Kind::Softmax: // likewise
-      softmax_rows(loop.softmax, src, dst, static_cast<const float*>(aux), 0, loop.softmax.rows);
-      break;
-    case HostLoop::Kind::RmsNorm: // likewise
-      rms_norm_rows(loop.rms_norm, src, dst, static_cast<const float*>(aux), 0, loop.rms_norm.rows);
-      break;
-    case HostLoop::Kind::AdaptivePool: // likewise
-      adaptive_pool_planes(loop, static_cast<const float*>(src), static_cast<float*>(dst), 0, loop.outer);
-      break;
-    case HostLoop::Kind::Unary: // likewise
-      unary_values(loop.unary, static_cast<const float*>(src), static_cast<float*>(dst), 0, dst_count);
-      break;
   }
 }
 

@@ -307,7 +307,7 @@ void validate_graph(const Payload& payload) {
     const ValueRecord& value = payload.values[id];
     const auto dtype = static_cast<DType>(value.dtype);
     const bool executed = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S8 ||
-        dtype == DType::U8;
+        dtype == DType::U8 || dtype == DType::S64 || dtype == DType::Bool;
     if (!executed) {
       fail(Error::NotSupported,
            "value %u: dtype %s not supported by this runtime",
@@ -325,13 +325,13 @@ void validate_graph(const Payload& payload) {
         id);
     source[id] = Source::GraphInput;
   }
-  // int8 values live inside the graph only: its inputs and outputs are F32 or BF16 tensors.
+  // int8 values live inside the graph only: its inputs and outputs are F32, BF16, S64 or BOOL tensors.
   for (const auto* list : {&payload.inputs, &payload.outputs}) {
     for (uint32_t id : *list) {
       const auto dtype = static_cast<DType>(payload.values[id].dtype);
       ODNN_CHECK(
-          dtype == DType::F32 || dtype == DType::BF16,
-          "graph input or output value %u has dtype %s; only F32 and BF16 cross the border",
+          dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S64 || dtype == DType::Bool,
+          "graph input or output value %u has dtype %s; only F32, BF16, S64 and BOOL cross the border",
           id,
           dtype_name(payload.values[id].dtype));
     }
@@ -339,6 +339,18 @@ void validate_graph(const Payload& payload) {
   for (uint32_t index = 0; index < payload.steps.size(); ++index) {
     const StepRecord& step = payload.steps[index];
     validate_signature(step, index);
+    for (const auto* ids : {&step.inputs, &step.outputs}) {
+      for (uint32_t id : *ids) {
+        const auto dtype = id == kNoValue ? DType::F32 : static_cast<DType>(payload.values[id].dtype);
+        ODNN_CHECK(
+            is_host_index_step(step.kind) || (dtype != DType::S64 && dtype != DType::Bool),
+            "step %u (%s): value %u has dtype %s, which only the host index steps take",
+            index,
+            step_kind_name(step.kind),
+            id,
+            dtype_name(payload.values[id].dtype));
+      }
+    }
     for (uint32_t id : step.inputs) {
       ODNN_CHECK(
           id == kNoValue || source[id] != Source::None,

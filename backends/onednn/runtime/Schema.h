@@ -17,8 +17,10 @@ inline constexpr uint32_t kMaxRank = 6;
 inline constexpr uint32_t kMaxStringLength = 1024;
 inline constexpr uint32_t kMaxAttributeCount = 1u << 20; // per-channel scales of a 1M-row weight
 
-enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5 };
-inline constexpr uint8_t kNumDTypes = 6;
+// S64 and BOOL values are read and written only by the host index steps (is_host_index_step): oneDNN
+// 3.2 has no such types.
+enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5, S64 = 6, Bool = 7 };
+inline constexpr uint8_t kNumDTypes = 8;
 
 // Where a value's bytes may stay (set ahead of time by _passes/plan_layouts.py): in the layout its
 // producing primitive picks on this CPU, or plain.
@@ -63,8 +65,12 @@ enum class StepKind : uint32_t {
   Attention = 17,
   RmsNorm = 18,
   AdaptivePooling = 19,
+  ArgReduction = 20,
+  Gather = 21,
+  HostElementwise = 22,
+  IndexPut = 23,
 };
-inline constexpr uint32_t kNumStepKinds = 20; // codes 1..19; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 24; // codes 1..23; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -96,6 +102,25 @@ enum class PoolingAlg : int64_t { Max = 0, AvgIncludePadding = 1, AvgExcludePadd
 enum class ReductionAlg : int64_t { Mean = 0, Sum = 1, Max = 2, Min = 3 };
 enum class ResamplingAlg : int64_t { Nearest = 0, Linear = 1 };
 enum class PostOpKind : int64_t { Eltwise = 0, Binary = 1 };
+enum class ArgReductionAlg : int64_t { Max = 0, Min = 1 };
+// Elementwise work on the host, with numpy broadcasting: the divisions with a rounding mode (F32 or
+// S64), comparisons (F32 or S64 operands, a BOOL result), WHERE (BOOL condition, then two operands)
+// and the logical operations (BOOL operands and result).
+enum class HostElementwiseAlg : int64_t {
+  FloorDivide = 0,
+  TruncDivide = 1,
+  Eq = 2,
+  Ne = 3,
+  Lt = 4,
+  Le = 5,
+  Gt = 6,
+  Ge = 7,
+  Where = 8,
+  LogicalAnd = 9,
+  LogicalOr = 10,
+  LogicalXor = 11,
+};
+inline constexpr int64_t kNumHostElementwiseAlgs = 12;
 
 // Input slots of a step kind: `fixed_inputs` slots, of which those at index >= `required_inputs`
 // may be NO_VALUE (or left off at the end). Kinds with post-ops take one more input per binary
@@ -130,7 +155,17 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
     {"ATTENTION", 3, 4, false, false},
     {"RMS_NORM", 1, 2, false, false},
     {"ADAPTIVE_POOLING", 1, 1, false, false},
+    {"ARG_REDUCTION", 1, 1, false, false},
+    {"GATHER", 2, 2, false, false},
+    {"HOST_ELEMENTWISE", 2, 3, false, false},
+    {"INDEX_PUT", 3, 3, true, false},
 };
+
+// The steps that may read or write S64 and BOOL values.
+inline bool is_host_index_step(StepKind kind) {
+  return kind == StepKind::ArgReduction || kind == StepKind::Gather || kind == StepKind::HostElementwise ||
+      kind == StepKind::IndexPut;
+}
 
 inline bool is_known_step_kind(uint32_t code) {
   return code >= 1 && code < kNumStepKinds;
@@ -146,7 +181,7 @@ inline const StepSignature& step_signature(StepKind kind) {
 }
 
 inline const char* dtype_name(uint8_t code) {
-  static constexpr const char* kNames[kNumDTypes] = {"F32", "BF16", "F16", "S32", "S8", "U8"};
+  static constexpr const char* kNames[kNumDTypes] = {"F32", "BF16", "F16", "S32", "S8", "U8", "S64", "BOOL"};
   return code < kNumDTypes ? kNames[code] : "UNKNOWN";
 }
 

@@ -33,6 +33,10 @@ constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
     build_attention,
     build_rms_norm,
     build_adaptive_pooling,
+    build_arg_reduction,
+    build_gather,
+    build_host_elementwise,
+    build_index_put,
 };
 
 } // namespace

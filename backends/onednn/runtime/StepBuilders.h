@@ -34,6 +34,10 @@ void build_quantize_rows(const StepRecord& step, GraphBuilder& graph);
 void build_attention(const StepRecord& step, GraphBuilder& graph);
 void build_rms_norm(const StepRecord& step, GraphBuilder& graph);
 void build_adaptive_pooling(const StepRecord& step, GraphBuilder& graph);
+void build_arg_reduction(const StepRecord& step, GraphBuilder& graph);
+void build_gather(const StepRecord& step, GraphBuilder& graph);
+void build_host_elementwise(const StepRecord& step, GraphBuilder& graph);
+void build_index_put(const StepRecord& step, GraphBuilder& graph);
 
 // ---- helpers shared by the builders ----
 

@@ -19,6 +19,9 @@ class DType(IntEnum):
     S32 = 3
     S8 = 4
     U8 = 5
+    # Only the host index steps (HOST_INDEX_STEPS) read and write these: oneDNN 3.2 has no such types.
+    S64 = 6
+    BOOL = 7
 
 
 class Layout(IntEnum):
@@ -35,6 +38,8 @@ TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
     torch.int32: DType.S32,
     torch.int8: DType.S8,
     torch.uint8: DType.U8,
+    torch.int64: DType.S64,
+    torch.bool: DType.BOOL,
 }
 
 
@@ -75,6 +80,13 @@ class StepKind(IntEnum):
     ATTENTION = 17
     RMS_NORM = 18
     ADAPTIVE_POOLING = 19
+    ARG_REDUCTION = 20
+    GATHER = 21
+    HOST_ELEMENTWISE = 22
+    INDEX_PUT = 23
+
+
+HOST_INDEX_STEPS = frozenset({StepKind.ARG_REDUCTION, StepKind.GATHER, StepKind.HOST_ELEMENTWISE, StepKind.INDEX_PUT})
 
 
 class EltwiseAlg(IntEnum):
@@ -132,6 +144,28 @@ class ReductionAlg(IntEnum):
 class ResamplingAlg(IntEnum):
     NEAREST = 0
     LINEAR = 1
+
+
+class ArgReductionAlg(IntEnum):
+    MAX = 0
+    MIN = 1
+
+
+class HostElementwiseAlg(IntEnum):
+    """Elementwise work on the host under numpy broadcasting (F32 or S64 operands)."""
+
+    FLOOR_DIVIDE = 0
+    TRUNC_DIVIDE = 1
+    EQ = 2  # the comparisons write BOOL
+    NE = 3
+    LT = 4
+    LE = 5
+    GT = 6
+    GE = 7
+    WHERE = 8  # inputs: the BOOL condition, the operand taken where it holds, the other
+    LOGICAL_AND = 9  # BOOL operands and result
+    LOGICAL_OR = 10
+    LOGICAL_XOR = 11
 
 
 class PostOpKind(IntEnum):

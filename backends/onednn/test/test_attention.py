@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from tester import lower, run_and_compare
+from tester import run_and_compare
 from torch import nn
 from torch.nn import functional as F
 
@@ -53,10 +53,11 @@ class WhereSelect(nn.Module):
         return torch.where(x > 0, x, y).relu()
 
 
-def test_where_outside_the_softmax_guard_stays_with_executorch() -> None:
-    lowered = lower(WhereSelect(), (torch.randn(4, 5), torch.randn(4, 5)))
-    assert "aten::where" in lowered.undelegated_compute, lowered.describe()
-    assert any("fully-masked-row guard" in reason for reason in lowered.partitioner.rejections.values())
+def test_where_outside_the_softmax_guard_is_a_host_select() -> None:
+    outcome = run_and_compare("where_select", WhereSelect(), (torch.randn(4, 5), torch.randn(4, 5)), tolerance=0.0)
+    outcome.assert_delegated(exactly_one=True)
+    assert {"aten::where", "aten::gt", "aten::relu"} <= outcome.lowered.delegated_ops, outcome.lowered.describe()
+    outcome.assert_matches()
 
 
 class GroupedQueryAttention(nn.Module):

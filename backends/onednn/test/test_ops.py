@@ -57,9 +57,13 @@ class OpCase:
     not_in_bf16_models: str | None = None
     # Why test_bf16 cannot run the case in bf16 at all (None: it can).
     not_in_bf16: str | None = None
+    # Inputs of other dtypes than float (indices, masks), made from the seeded generator.
+    make_inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]] | None = None
 
     def inputs(self) -> tuple[torch.Tensor, ...]:
         generator = torch.Generator().manual_seed(0)
+        if self.make_inputs is not None:
+            return self.make_inputs(generator)
         if self.positive:
             inputs = tuple(torch.rand(s, generator=generator) * 4 + 0.1 for s in self.shapes)
         else:
@@ -114,6 +118,12 @@ CONVOLUTION = [
         "conv_transpose2d_stride2_pad1_output_padding1",
         module(lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)),
         (IMG,),
+        (CONV,),
+    ),
+    OpCase(
+        "conv_transpose1d_output_padding_beyond_padding",
+        module(lambda: nn.ConvTranspose1d(4, 6, 3, stride=3, output_padding=2)),
+        ((2, 4, 7),),
         (CONV,),
     ),
     OpCase(
@@ -241,9 +251,18 @@ ELTWISE = [
 BINARY = [
     OpCase("add_same_shape", fn(lambda m, a, b: a + b), ((3, 4, 5), (3, 4, 5)), ("aten::add",)),
     OpCase("add_broadcast_right", fn(lambda m, a, b: a + b), ((3, 4, 5), (4, 1)), ("aten::add",)),
+    OpCase("add_alpha", fn(lambda m, a, b: torch.add(a, b, alpha=2)), ((3, 4, 5), (4, 1)), ("aten::add",)),
+    OpCase("sub_alpha_first_broadcast", fn(lambda m, a, b: torch.sub(a, b, alpha=0.5)), ((5,), (3, 5)), ("aten::sub",)),
     # oneDNN broadcasts only its second operand: the first is copied to the output's shape first.
     OpCase("add_both_broadcast", fn(lambda m, a, b: a + b), ((5, 1), (1, 5)), ("aten::add",)),
     OpCase("div_first_operand_broadcast", fn(lambda m, a, b: a / b), ((5,), (3, 5)), ("aten::div",), positive=True),
+    OpCase(
+        "div_first_operand_broadcast_by_more_than_64",
+        fn(lambda m, a, b: a / b),
+        ((4, 1), (3, 4, 100)),
+        ("aten::div",),
+        positive=True,
+    ),
     OpCase("mul_into_higher_rank", fn(lambda m, a, b: a * b), ((4, 5), (1, 1, 4, 5)), ("aten::mul",)),
     OpCase("add_broadcast_left", fn(lambda m, a, b: a + b), ((4, 1), (3, 4, 5)), ("aten::add",)),
     OpCase("add_scalar", fn(lambda m, x: x + 2.5), T2, ("aten::add",)),
@@ -291,6 +310,13 @@ BINARY = [
         "expand_of_two_dims_and_a_new_one_feeding_sigmoid",
         fn(lambda m, x: torch.sigmoid(torch.relu(x).expand(2, 3, 4, 5))),
         ((1, 4, 1),),
+        ("aten::expand_copy", "aten::sigmoid"),
+    ),
+    # More copies than a concat takes: a gather of row 0.
+    OpCase(
+        "expand_by_more_than_64_feeding_sigmoid",
+        fn(lambda m, x: torch.sigmoid(torch.relu(x).expand(3, 100, 5))),
+        ((3, 1, 5),),
         ("aten::expand_copy", "aten::sigmoid"),
     ),
 ]
@@ -343,6 +369,20 @@ POOLING = [
         fn(lambda m, x: F.avg_pool2d(x, 2, ceil_mode=True, count_include_pad=False)),
         (IMG,),
         ("aten::avg_pool2d",),
+    ),
+    # PyTorch counts the padding, not ceil_mode's extension past it: a pad step, then pooling.
+    OpCase(
+        "avg_pool2d_ceil_mode_count_include_pad",
+        fn(lambda m, x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=True)),
+        ((1, 2, 8, 8),),
+        ("aten::avg_pool2d",),
+    ),
+    OpCase(
+        "avg_pool3d_ceil_mode_count_include_pad",
+        fn(lambda m, x: F.avg_pool3d(x, (2, 3, 3), (2, 2, 3), (1, 1, 0), ceil_mode=True, count_include_pad=True)),
+        ((1, 2, 5, 6, 7),),
+        ("aten::avg_pool3d",),
+        not_in_bf16_models="eager PyTorch has no bf16 avg_pool3d",
     ),
     # Export turns a 1x1 adaptive average pool into a mean over H and W.
     OpCase("adaptive_avg_pool2d_1x1", fn(lambda m, x: F.adaptive_avg_pool2d(x, 1)), (IMG,), ("aten::mean",)),
@@ -433,6 +473,18 @@ RESAMPLING = [
         ("aten::upsample_nearest2d",),
     ),
     OpCase(
+        "upsample_nearest_non_integer_scale",
+        fn(lambda m, x: F.interpolate(x, scale_factor=(1.5, 0.7), mode="nearest")),
+        (IMG,),
+        ("aten::upsample_nearest2d",),
+    ),
+    OpCase(
+        "upsample_nearest_non_integer_size",
+        fn(lambda m, x: F.interpolate(x, size=(13, 4), mode="nearest")),
+        (IMG,),
+        ("aten::upsample_nearest2d",),
+    ),
+    OpCase(
         "upsample_nearest_size_3x",
         fn(lambda m, x: F.interpolate(x, size=(27, 18), mode="nearest")),
         (IMG,),
@@ -489,6 +541,7 @@ LAYOUT = [
     OpCase("select_negative_index", fn(lambda m, x: torch.relu(x)[..., -1]), T2, ("aten::select_copy",)),
     OpCase("slice", fn(lambda m, x: torch.relu(x[:, 1:3])), T2, ("aten::slice_copy",)),
     OpCase("slice_open_end_last_dim", fn(lambda m, x: torch.relu(x)[..., 2:]), T2, ("aten::slice_copy",)),
+    OpCase("slice_with_step", fn(lambda m, x: torch.relu(x)[:, 1::2]), T2, ("aten::slice_copy",)),
     OpCase(
         "split_with_sizes",
         fn(lambda m, x: torch.cat([torch.relu(p) for p in torch.split(x, [1, 3], dim=1)][::-1], 1)),
@@ -533,7 +586,139 @@ def _with_int_table(case: OpCase) -> OpCase:
 
 LAYOUT = [_with_int_table(c) if c.id == "int_constant_cast_to_float" else c for c in LAYOUT]
 
-CASES = CONVOLUTION + MATMUL + NORMALIZATION + ELTWISE + BINARY + POOLING + RESAMPLING + LAYOUT
+
+def floats_and(*extra: Callable[[torch.Generator], torch.Tensor], shape: tuple[int, ...] = (3, 5)):
+    """Inputs: a float tensor of `shape`, then one tensor per `extra` factory (indices, masks, ...)."""
+    return lambda g: (torch.randn(shape, generator=g), *(make(g) for make in extra))
+
+
+def indices(high: int, shape: tuple[int, ...]) -> Callable[[torch.Generator], torch.Tensor]:
+    return lambda g: torch.randint(0, high, shape, generator=g)
+
+
+def mask(shape: tuple[int, ...]) -> Callable[[torch.Generator], torch.Tensor]:
+    return lambda g: torch.rand(shape, generator=g) > 0.5
+
+
+COMPARISONS = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+# Integer and boolean results and operands: the runtime's host index steps (ops/indexing.py).
+INDEXING = [
+    OpCase("argmax_dim", fn(lambda m, x: torch.argmax(x, dim=1)), ((3, 5, 4),), ("aten::argmax",)),
+    OpCase("argmax_all", fn(lambda m, x: torch.argmax(x)), ((3, 5, 4),), ("aten::argmax",)),
+    OpCase("argmin_keepdim", fn(lambda m, x: torch.argmin(x, -1, keepdim=True)), T2, ("aten::argmin",)),
+    OpCase(
+        "argmax_of_computed",
+        fn(lambda m, x: torch.argmax(torch.relu(x) * 3 + 1, dim=0)),
+        T2,
+        ("aten::argmax", "aten::relu"),
+        not_in_bf16_models="ties between values rounded to bf16 pick another index",
+    ),
+    OpCase(
+        "index_select",
+        fn(lambda m, x, i: torch.index_select(x, 1, i)),
+        (),
+        ("aten::index_select",),
+        make_inputs=floats_and(indices(5, (7,))),
+    ),
+    OpCase(
+        "index_select_constant_indices_then_add",
+        fn(lambda m, x: torch.index_select(x, 0, torch.tensor([2, 0, 2])) + 1),
+        (),
+        ("aten::index_select", "aten::add"),
+        make_inputs=floats_and(),
+    ),
+    OpCase(
+        "embedding",
+        module(lambda: nn.Embedding(10, 6)),
+        (),
+        ("aten::embedding",),
+        make_inputs=lambda g: (indices(10, (2, 3))(g),),
+    ),
+    OpCase(
+        "index_by_one_tensor",
+        fn(lambda m, x, i: x[:, i]),
+        (),
+        ("aten::index",),
+        make_inputs=floats_and(indices(5, (4,))),
+    ),
+    OpCase(
+        "index_put_two_index_tensors_broadcast_value",
+        fn(lambda m, x, i, j: torch.index_put(x, (i, j), torch.tensor([7.5]))),
+        (),
+        ("aten::index_put",),
+        make_inputs=lambda g: (torch.randn(4, 5, 3, generator=g), torch.tensor([0, 3, -1]), torch.tensor([4, 0, 2])),
+    ),
+    OpCase(
+        "index_put_accumulate_repeated_rows",
+        fn(lambda m, x, i, v: x.index_put((i,), v, accumulate=True)),
+        (),
+        ("aten::index_put",),
+        make_inputs=lambda g: (torch.randn(4, 5, generator=g), torch.tensor([1, 3, 1]), torch.randn(3, 5, generator=g)),
+    ),
+    OpCase(
+        "floor_divide_float",
+        fn(lambda m, x, y: torch.floor_divide(x * 8, y)),
+        (T2[0], (5,)),
+        ("aten::div",),
+        bf16_exact_inputs=True,
+        not_in_bf16="a quotient rounded to bf16 floors to another integer",
+    ),
+    OpCase(
+        "trunc_divide_float",
+        fn(lambda m, x, y: torch.div(x * 8, y, rounding_mode="trunc")),
+        (T2[0], (5,)),
+        ("aten::div",),
+        not_in_bf16="a quotient rounded to bf16 truncates to another integer",
+    ),
+    OpCase(
+        "floor_divide_int64_broadcast",
+        fn(lambda m, x, y: torch.floor_divide(x, y)),
+        (),
+        ("aten::div",),
+        make_inputs=lambda g: (torch.randint(-50, 50, (4, 5), generator=g), torch.tensor([3, -3, 7, -1, 2])),
+    ),
+    *(
+        OpCase(f"{name}_tensor_broadcast", fn(lambda m, x, y, op=op: op(x, y)), (T2[0], (5,)), (f"aten::{name}",))
+        for name, op in COMPARISONS.items()
+    ),
+    *(
+        OpCase(f"{name}_scalar", fn(lambda m, x, op=op: op(x, 0.25)), T2, (f"aten::{name}",))
+        for name, op in COMPARISONS.items()
+    ),
+    *(
+        OpCase(
+            f"logical_{name}_of_comparisons",
+            fn(lambda m, x, y, op=op: op(x > 0, y < 0.5)),
+            (T2[0], (5,)),
+            (f"aten::logical_{name}", "aten::gt", "aten::lt"),
+        )
+        for name, op in {"and": torch.logical_and, "or": torch.logical_or, "xor": torch.logical_xor}.items()
+    ),
+    OpCase(
+        "logical_not_of_mask",
+        fn(lambda m, x, keep: torch.where(torch.logical_not(keep), x, 0.0)),
+        (),
+        ("aten::logical_not", "aten::where"),
+        make_inputs=floats_and(mask((3, 5))),
+    ),
+    OpCase(
+        "masked_fill_broadcast_mask",
+        fn(lambda m, x, keep: x.masked_fill(keep, -2.5)),
+        (),
+        ("aten::where",),
+        make_inputs=floats_and(mask((4, 1, 5)), shape=(2, 4, 3, 5)),
+    ),
+    OpCase("threshold", module(lambda: nn.Threshold(0.1, 20.0)), T2, ("aten::where", "aten::le")),
+    OpCase(
+        "where_int64",
+        fn(lambda m, x, i: torch.where(x > 0, i, torch.tensor(-1))),
+        (),
+        ("aten::where", "aten::gt"),
+        make_inputs=floats_and(indices(9, (3, 5))),
+    ),
+]
+
+CASES = CONVOLUTION + MATMUL + NORMALIZATION + ELTWISE + BINARY + POOLING + RESAMPLING + LAYOUT + INDEXING
 
 
 # Rules that torch.export + to_edge never hand to the partitioner as such (kept for other front ends).

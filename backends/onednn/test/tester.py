@@ -238,6 +238,11 @@ def mismatch(
             return (
                 f"{name} output {index}: got {got.dtype}{list(got.shape)}, eager gives {want.dtype}{list(want.shape)}"
             )
+        if not want.is_floating_point():  # indices and masks: exact
+            if not torch.equal(got, want):
+                where = tuple(int(i) for i in (got != want).nonzero()[0])
+                return f"{name} output {index}: got {got[where].item()} at {where}, eager {want[where].item()}"
+            continue
         scale = max(1.0, want.abs().max().item()) if want.numel() else 1.0
         bound = tolerance * scale
         error = (got - want).abs()

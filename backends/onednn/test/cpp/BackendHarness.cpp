@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
 #include <executorch/runtime/platform/runtime.h>
 #include <gtest/gtest.h>
 
@@ -55,11 +56,28 @@ HostTensor::HostTensor(
     executorch::aten::ScalarType dtype,
     executorch::runtime::TensorShapeDynamism dynamism)
     : sizes_(std::move(sizes)), data_(std::move(data)), value_(executorch::runtime::EValue()) {
+  data_.resize(element_count());
+  bind(data_.data(), dtype, dynamism);
+}
+
+HostTensor::HostTensor(std::vector<int32_t> sizes, executorch::aten::ScalarType dtype, std::vector<uint8_t> bytes)
+    : sizes_(std::move(sizes)), bytes_(std::move(bytes)), value_(executorch::runtime::EValue()) {
+  bytes_.resize(element_count() * executorch::runtime::elementSize(dtype));
+  bind(bytes_.data(), dtype, executorch::runtime::TensorShapeDynamism::STATIC);
+}
+
+size_t HostTensor::element_count() const {
   size_t count = 1;
   for (int32_t s : sizes_) {
     count *= static_cast<size_t>(s);
   }
-  data_.resize(count);
+  return count;
+}
+
+void HostTensor::bind(
+    void* data,
+    executorch::aten::ScalarType dtype,
+    executorch::runtime::TensorShapeDynamism dynamism) {
   dim_order_.resize(sizes_.size());
   strides_.resize(sizes_.size());
   for (size_t d = 0; d < sizes_.size(); ++d) {
@@ -72,7 +90,7 @@ HostTensor::HostTensor(
       dtype,
       static_cast<ssize_t>(sizes_.size()),
       sizes_.data(),
-      data_.data(),
+      data,
       dim_order_.data(),
       strides_.data(),
       dynamism);
@@ -84,10 +102,11 @@ std::vector<int32_t> HostTensor::sizes() const {
   return std::vector<int32_t>(sizes.begin(), sizes.end());
 }
 
-uint32_t Model::input(std::vector<int64_t> dims) {
-  const uint32_t id = payload.value(dims);
+uint32_t Model::input(std::vector<int64_t> dims, uint8_t dtype) {
+  const uint32_t id = payload.value(dims, "", dtype);
   payload.input(id);
   input_dims.push_back(std::move(dims));
+  input_dtypes.push_back(dtype);
   return id;
 }
 
@@ -102,6 +121,7 @@ uint32_t Model::constant(std::vector<int64_t> dims, const std::vector<float>& va
 void Model::output(uint32_t id, std::vector<int64_t> dims) {
   payload.output(id);
   output_dims.push_back(std::move(dims));
+  output_dtypes.push_back(payload.dtype(id));
 }
 
 Harness::Harness() : pool_(1 << 16) {
@@ -165,9 +185,25 @@ Error init_error(const std::vector<uint8_t>& payload, const executorch::runtime:
   return handle.error();
 }
 
-std::vector<std::vector<float>> run_model(
+executorch::aten::ScalarType scalar_type(uint8_t dtype) {
+  using executorch::aten::ScalarType;
+  using executorch::backends::onednn::DType;
+  switch (static_cast<DType>(dtype)) {
+    case DType::BF16:
+      return ScalarType::BFloat16;
+    case DType::S64:
+      return ScalarType::Long;
+    case DType::Bool:
+      return ScalarType::Bool;
+    default:
+      return ScalarType::Float;
+  }
+}
+
+std::vector<std::vector<uint8_t>> run_model_bytes(
     Model& model,
-    const std::vector<std::vector<float>>& inputs) {
+    const std::vector<std::vector<uint8_t>>& inputs,
+    Error expected) {
   Harness harness;
   EXPECT_NE(harness.backend(), nullptr) << "OneDnnBackend is not registered";
   if (harness.backend() == nullptr) {
@@ -181,22 +217,38 @@ std::vector<std::vector<float>> run_model(
   std::vector<std::unique_ptr<HostTensor>> tensors;
   std::vector<HostTensor*> args;
   for (size_t i = 0; i < model.input_dims.size(); ++i) {
-    tensors.push_back(std::make_unique<HostTensor>(to_sizes(model.input_dims[i]), inputs.at(i)));
+    tensors.push_back(std::make_unique<HostTensor>(
+        to_sizes(model.input_dims[i]), scalar_type(model.input_dtypes[i]), inputs.at(i)));
     args.push_back(tensors.back().get());
   }
-  for (const auto& dims : model.output_dims) {
-    tensors.push_back(std::make_unique<HostTensor>(to_sizes(dims)));
+  for (size_t j = 0; j < model.output_dims.size(); ++j) {
+    tensors.push_back(std::make_unique<HostTensor>(
+        to_sizes(model.output_dims[j]), scalar_type(model.output_dtypes[j]), std::vector<uint8_t>{}));
     args.push_back(tensors.back().get());
   }
   const Error error = harness.execute(handle.get(), args);
-  EXPECT_EQ(error, Error::Ok) << "execute failed";
-  std::vector<std::vector<float>> outputs;
+  EXPECT_EQ(error, expected) << "execute returned another error";
+  std::vector<std::vector<uint8_t>> outputs;
   for (size_t j = 0; j < model.output_dims.size(); ++j) {
-    outputs.push_back(tensors[model.input_dims.size() + j]->data());
+    outputs.push_back(tensors[model.input_dims.size() + j]->bytes());
   }
   harness.destroy(handle.get());
   EXPECT_EQ(model.data.buffers_out, model.data.buffers_freed) << "constants not released";
   EXPECT_EQ(harness.payload_frees, 1) << "payload not released";
+  return outputs;
+}
+
+std::vector<std::vector<float>> run_model(
+    Model& model,
+    const std::vector<std::vector<float>>& inputs) {
+  std::vector<std::vector<uint8_t>> input_bytes;
+  for (const auto& input : inputs) {
+    input_bytes.push_back(to_bytes(input));
+  }
+  std::vector<std::vector<float>> outputs;
+  for (const auto& output : run_model_bytes(model, input_bytes)) {
+    outputs.push_back(from_bytes<float>(output));
+  }
   return outputs;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,7 +42,7 @@ class InMemoryDataMap final : public executorch::runtime::NamedDataMap {
   std::map<std::string, std::vector<uint8_t>, std::less<>> entries_;
 };
 
-// A tensor over a local array, in the default dim order.
+// A tensor over a local array, in the default dim order: float data, or the raw bytes of any dtype.
 class HostTensor {
  public:
   HostTensor(
@@ -50,6 +51,8 @@ class HostTensor {
       executorch::aten::ScalarType dtype = executorch::aten::ScalarType::Float,
       executorch::runtime::TensorShapeDynamism dynamism =
           executorch::runtime::TensorShapeDynamism::STATIC);
+  // `bytes` is resized to hold every element of `dtype`.
+  HostTensor(std::vector<int32_t> sizes, executorch::aten::ScalarType dtype, std::vector<uint8_t> bytes);
   HostTensor(const HostTensor&) = delete;
   HostTensor& operator=(const HostTensor&) = delete;
 
@@ -59,13 +62,20 @@ class HostTensor {
   std::vector<float>& data() {
     return data_;
   }
+  std::vector<uint8_t>& bytes() {
+    return bytes_;
+  }
   std::vector<int32_t> sizes() const;
 
  private:
+  size_t element_count() const;
+  void bind(void* data, executorch::aten::ScalarType dtype, executorch::runtime::TensorShapeDynamism dynamism);
+
   std::vector<int32_t> sizes_;
   std::vector<uint8_t> dim_order_;
   std::vector<int32_t> strides_;
-  std::vector<float> data_;
+  std::vector<float> data_; // the float constructor's storage
+  std::vector<uint8_t> bytes_; // the raw constructor's storage
   std::unique_ptr<executorch::aten::TensorImpl> impl_;
   executorch::runtime::EValue value_;
 };
@@ -76,11 +86,12 @@ struct Model {
   InMemoryDataMap data;
   std::vector<std::vector<int64_t>> input_dims;
   std::vector<std::vector<int64_t>> output_dims;
+  std::vector<uint8_t> input_dtypes, output_dtypes;
   int constants = 0;
 
-  uint32_t input(std::vector<int64_t> dims);
-  uint32_t value(std::vector<int64_t> dims) {
-    return payload.value(std::move(dims));
+  uint32_t input(std::vector<int64_t> dims, uint8_t dtype = 0);
+  uint32_t value(std::vector<int64_t> dims, uint8_t dtype = 0) {
+    return payload.value(std::move(dims), "", dtype);
   }
   uint32_t constant(std::vector<int64_t> dims, const std::vector<float>& values);
   void output(uint32_t id, std::vector<int64_t> dims);
@@ -113,6 +124,30 @@ Error init_error(const std::vector<uint8_t>& payload, const executorch::runtime:
 
 // Compiles `model`, runs it once on `inputs` and returns its outputs; fails the test on errors.
 std::vector<std::vector<float>> run_model(Model& model, const std::vector<std::vector<float>>& inputs);
+
+// The same for tensors of any dtype the backend takes at its border, as raw bytes. `expected` is
+// what execute() must return (outputs are returned whatever it is).
+std::vector<std::vector<uint8_t>> run_model_bytes(
+    Model& model,
+    const std::vector<std::vector<uint8_t>>& inputs,
+    Error expected = Error::Ok);
+
+// The ExecuTorch type of a payload dtype code that crosses the graph border (F32, BF16, S64, BOOL).
+executorch::aten::ScalarType scalar_type(uint8_t dtype);
+
+// Elements to raw bytes and back.
+template <typename T>
+std::vector<uint8_t> to_bytes(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+template <typename T>
+std::vector<T> from_bytes(const std::vector<uint8_t>& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
 
 // Deterministic values in [-1, 1).
 std::vector<float> random_values(size_t count, uint32_t seed);

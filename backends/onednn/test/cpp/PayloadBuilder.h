@@ -27,6 +27,9 @@ class PayloadBuilder {
  public:
   // An activation value (or a constant when `key` is non-empty).
   uint32_t value(std::vector<int64_t> dims, std::string key = "", uint8_t dtype = 0);
+  uint8_t dtype(uint32_t id) const {
+    return values_.at(id).dtype;
+  }
   // The value's layout code (FORMAT.md); any code, valid or not.
   void set_layout(uint32_t id, uint8_t layout) {
     values_.at(id).layout = layout;

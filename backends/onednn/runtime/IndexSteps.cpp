@@ -1,0 +1,229 @@
+// ARG_REDUCTION, GATHER, HOST_ELEMENTWISE, INDEX_PUT: the steps that read or write S64 and BOOL values. They
+// run on the host (IndexKernels.h) over plain bytes; floating-point data is taken in f32 (bf16 is
+// converted around them, exactly: these steps compare, pick and copy values).
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+DType dtype_of(GraphBuilder& graph, uint32_t id) {
+  return static_cast<DType>(graph.value(id).dtype);
+}
+
+bool is_float(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::BF16;
+}
+
+void require_dtype(GraphBuilder& graph, uint32_t id, bool ok, const char* role, const char* expected) {
+  ODNN_CHECK(ok, "%s (value %u) has dtype %s, expected %s", role, id, dtype_name(graph.value(id).dtype), expected);
+}
+
+// [outer, extent, inner] around dim `axis` of `dims`.
+void split_at(const memory::dims& dims, size_t axis, size_t& outer, size_t& extent, size_t& inner) {
+  outer = 1;
+  inner = 1;
+  for (size_t d = 0; d < axis; ++d) {
+    outer *= static_cast<size_t>(dims[d]);
+  }
+  for (size_t d = axis + 1; d < dims.size(); ++d) {
+    inner *= static_cast<size_t>(dims[d]);
+  }
+  extent = static_cast<size_t>(dims[axis]);
+}
+
+size_t count_of(const memory::dims& dims) {
+  size_t count = 1;
+  for (memory::dim dim : dims) {
+    count *= static_cast<size_t>(dim);
+  }
+  return count;
+}
+
+// A float value in plain f32, or an S64/BOOL value as it is (always plain).
+BufferId host_operand(GraphBuilder& graph, uint32_t id) {
+  return is_float(dtype_of(graph, id)) ? graph.plain_input(id, DataType::f32) : graph.plain_input(id);
+}
+
+BufferId host_result(GraphBuilder& graph, uint32_t id) {
+  const DataType type = is_float(dtype_of(graph, id)) ? DataType::f32 : graph.data_type(id);
+  return graph.define(id, plain_desc(graph.dims(id), type));
+}
+
+} // namespace
+
+void build_arg_reduction(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0];
+  const uint32_t dst = step.outputs[0];
+  require_dtype(graph, src, is_float(dtype_of(graph, src)), "src", "F32 or BF16");
+  require_dtype(graph, dst, dtype_of(graph, dst) == DType::S64, "dst", "S64");
+  const auto alg = static_cast<ArgReductionAlg>(step.int_scalar("alg"));
+  ODNN_CHECK(
+      alg == ArgReductionAlg::Max || alg == ArgReductionAlg::Min,
+      "arg reduction alg %lld must be MAX (0) or MIN (1)",
+      static_cast<long long>(alg));
+  const memory::dims src_dims = graph.dims(src);
+  const std::vector<int64_t> axis = step.ints("axis");
+  ODNN_CHECK(axis.size() <= 1, "axis must hold one dim, or none for all of them");
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::ArgReduce;
+  loop.arg_reduce.min = alg == ArgReductionAlg::Min;
+  if (axis.empty()) {
+    loop.arg_reduce = {1, count_of(src_dims), 1, loop.arg_reduce.min};
+  } else {
+    const size_t dim = static_cast<size_t>(normalize_axis(axis[0], src_dims.size()));
+    split_at(src_dims, dim, loop.arg_reduce.outer, loop.arg_reduce.extent, loop.arg_reduce.inner);
+  }
+  ODNN_CHECK(loop.arg_reduce.extent > 0, "src %s is empty", dims_string(src_dims).c_str());
+  const memory::dims dst_dims = graph.dims(dst);
+  ODNN_CHECK(
+      count_of(dst_dims) == loop.arg_reduce.outer * loop.arg_reduce.inner,
+      "dst %s must hold one index per reduced row of src %s",
+      dims_string(dst_dims).c_str(),
+      dims_string(src_dims).c_str());
+  const BufferId source = host_operand(graph, src);
+  graph.add_host_loop(loop, host_result(graph, dst), source);
+}
+
+void build_gather(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t data = step.inputs[0];
+  const uint32_t indices = step.inputs[1];
+  const uint32_t dst = step.outputs[0];
+  require_dtype(graph, data, is_float(dtype_of(graph, data)), "data", "F32 or BF16");
+  require_dtype(graph, indices, dtype_of(graph, indices) == DType::S64, "indices", "S64");
+  require_dtype(graph, dst, dtype_of(graph, dst) == dtype_of(graph, data), "dst", "the data's dtype");
+  const memory::dims data_dims = graph.dims(data);
+  const size_t axis = static_cast<size_t>(normalize_axis(step.int_scalar("axis"), data_dims.size()));
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Gather;
+  size_t inner = 1;
+  split_at(data_dims, axis, loop.gather.outer, loop.gather.extent, inner);
+  loop.gather.count = count_of(graph.dims(indices));
+  loop.gather.row_bytes = inner * memory::data_type_size(graph.data_type(data));
+  const memory::dims dst_dims = graph.dims(dst);
+  ODNN_CHECK(
+      count_of(dst_dims) == loop.gather.outer * loop.gather.count * inner,
+      "dst %s must hold the rows of data %s picked by %zu indices",
+      dims_string(dst_dims).c_str(),
+      dims_string(data_dims).c_str(),
+      loop.gather.count);
+  const BufferId source = graph.plain_input(data);
+  const BufferId index = graph.plain_input(indices);
+  graph.add_host_loop(loop, graph.define(dst, graph.plain(dst)), source, index);
+}
+
+void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {
+  const auto alg = static_cast<HostElementwiseAlg>(step.int_scalar("alg"));
+  ODNN_CHECK(
+      static_cast<int64_t>(alg) >= 0 && static_cast<int64_t>(alg) < kNumHostElementwiseAlgs,
+      "unknown host elementwise alg %lld",
+      static_cast<long long>(alg));
+  const bool where = alg == HostElementwiseAlg::Where;
+  const bool divide = alg == HostElementwiseAlg::FloorDivide || alg == HostElementwiseAlg::TruncDivide;
+  const bool logical = alg >= HostElementwiseAlg::LogicalAnd;
+  const size_t operands = where ? 3 : 2;
+  ODNN_CHECK(step.inputs.size() == operands && step.has_input(operands - 1), "expects %zu operands", operands);
+  const uint32_t dst = step.outputs[0];
+  // The values whose dtype must agree: every operand but WHERE's condition, and dst unless compared.
+  const uint32_t first = step.inputs[where ? 1 : 0];
+  const DType type = dtype_of(graph, first);
+  if (logical) {
+    require_dtype(graph, first, type == DType::Bool, "operand", "BOOL");
+  } else {
+    require_dtype(graph, first, is_float(type) || type == DType::S64, "operand", "F32, BF16 or S64");
+  }
+  const auto same_kind = [&](uint32_t id) {
+    return is_float(type) ? is_float(dtype_of(graph, id)) : dtype_of(graph, id) == type;
+  };
+  for (size_t k = where ? 1 : 0; k < operands; ++k) {
+    require_dtype(graph, step.inputs[k], same_kind(step.inputs[k]), "operand", "the other operand's kind");
+  }
+  if (where) {
+    require_dtype(graph, step.inputs[0], dtype_of(graph, step.inputs[0]) == DType::Bool, "condition", "BOOL");
+  }
+  if (divide || where || logical) {
+    require_dtype(graph, dst, same_kind(dst), "dst", "the operands' kind");
+  } else {
+    require_dtype(graph, dst, dtype_of(graph, dst) == DType::Bool, "dst", "BOOL");
+  }
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Elementwise;
+  loop.elementwise.alg = alg;
+  loop.elementwise.integer = type == DType::S64;
+  const memory::dims dst_dims = graph.dims(dst);
+  ODNN_CHECK(dst_dims.size() <= kMaxRank, "dst %s has too many dims", dims_string(dst_dims).c_str());
+  loop.elementwise.rank = dst_dims.size();
+  for (size_t d = 0; d < dst_dims.size(); ++d) {
+    loop.elementwise.dims[d] = static_cast<size_t>(dst_dims[d]);
+  }
+  BufferId buffers[3] = {kNoBuffer, kNoBuffer, kNoBuffer};
+  for (size_t k = 0; k < operands; ++k) {
+    const uint32_t id = step.inputs[k];
+    const memory::dims dims = left_pad(graph.dims(id), dst_dims.size());
+    ODNN_CHECK(
+        broadcasts_to(dims, dst_dims),
+        "operand %zu %s does not broadcast to dst %s",
+        k,
+        dims_string(graph.dims(id)).c_str(),
+        dims_string(dst_dims).c_str());
+    const memory::dims strides = row_major_strides(dims);
+    for (size_t d = 0; d < dims.size(); ++d) {
+      loop.elementwise.strides[k][d] = dims[d] == 1 ? 0 : static_cast<size_t>(strides[d]);
+    }
+    buffers[k] = host_operand(graph, id);
+  }
+  const std::vector<BufferId> more_sources = where ? std::vector<BufferId>{buffers[2]} : std::vector<BufferId>{};
+  graph.add_host_loop(loop, host_result(graph, dst), buffers[0], buffers[1], more_sources);
+}
+
+void build_index_put(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t x = step.inputs[0];
+  const uint32_t values = step.inputs[1];
+  const uint32_t dst = step.outputs[0];
+  require_dtype(graph, x, is_float(dtype_of(graph, x)), "x", "F32 or BF16");
+  require_dtype(graph, values, is_float(dtype_of(graph, values)), "values", "F32 or BF16");
+  require_dtype(graph, dst, is_float(dtype_of(graph, dst)), "dst", "F32 or BF16");
+  const memory::dims x_dims = graph.dims(x);
+  require_same_dims(graph.dims(dst), x_dims, "dst and x");
+  const size_t indexed = step.inputs.size() - 2;
+  ODNN_CHECK(indexed <= x_dims.size(), "%zu index tensors for x %s", indexed, dims_string(x_dims).c_str());
+  const memory::dims index_dims = graph.dims(step.inputs[2]);
+  std::vector<BufferId> index_buffers;
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::IndexPut;
+  IndexPutLoop& put = loop.index_put;
+  const memory::dims x_strides = row_major_strides(x_dims);
+  for (size_t k = 0; k < indexed; ++k) {
+    const uint32_t id = step.inputs[2 + k];
+    require_dtype(graph, id, dtype_of(graph, id) == DType::S64, "indices", "S64");
+    require_same_dims(graph.dims(id), index_dims, "index tensors");
+    put.sizes[k] = static_cast<size_t>(x_dims[k]);
+    put.strides[k] = static_cast<size_t>(x_strides[k]);
+    index_buffers.push_back(graph.plain_input(id));
+  }
+  put.indexed = indexed;
+  put.count = count_of(index_dims);
+  put.total = count_of(x_dims);
+  put.inner = put.total / count_of(memory::dims(x_dims.begin(), x_dims.begin() + static_cast<long>(indexed)));
+  put.accumulate = step.int_scalar("accumulate") != 0;
+  // The values broadcast over [index dims..., x's remaining dims].
+  memory::dims target = index_dims;
+  target.insert(target.end(), x_dims.begin() + static_cast<long>(indexed), x_dims.end());
+  const memory::dims value_dims = left_pad(graph.dims(values), target.size());
+  ODNN_CHECK(
+      target.size() <= kMaxRank && broadcasts_to(value_dims, target),
+      "values %s do not broadcast to the indexed points %s",
+      dims_string(graph.dims(values)).c_str(),
+      dims_string(target).c_str());
+  put.values.rank = target.size();
+  const memory::dims value_strides = row_major_strides(value_dims);
+  for (size_t d = 0; d < target.size(); ++d) {
+    put.values.dims[d] = static_cast<size_t>(target[d]);
+    put.values.strides[0][d] = value_dims[d] == 1 ? 0 : static_cast<size_t>(value_strides[d]);
+  }
+  const BufferId source = host_operand(graph, x);
+  const BufferId updates = host_operand(graph, values);
+  graph.add_host_loop(loop, host_result(graph, dst), source, updates, index_buffers);
+}
+
+} // namespace executorch::backends::onednn
