@@ -16,12 +16,13 @@ cmake -S "$root" -B "$root/build/cmake-test" -G Ninja -DEXECUTORCH_BUILD_TESTS=O
 cmake --build "$root/build/cmake-test" -j "$(nproc)"
 ctest --test-dir "$root/build/cmake-test" --output-on-failure -j "$(nproc)"
 
-echo "== Python tests (pytest)"
+echo "== Python tests (pytest, in parallel workers: pytest-xdist)"
 cd "$root"
-python -m pytest backends/onednn/test "$@"
+workers=$(( $(nproc) < 4 ? $(nproc) : 4 ))
+python -m pytest -n "$workers" backends/onednn/test "$@"
 
 # ExecuTorch's backend conformance suite, operator tests, our fp32 flow: no failure of any kind, and at
 # least the delegated passes CONFORMANCE.md records (a rule that stops delegating fails here).
 echo "== Backend conformance suite (operators, flow onednn)"
-python backends/onednn/test/conformance/run_suite.py --flows onednn --require onednn=693 \
+python backends/onednn/test/conformance/run_suite.py --flows onednn --require onednn=822 \
   --out "$root/build/conformance"

@@ -96,6 +96,10 @@ class OneDnnPartitioner(Partitioner):
             for node in partition.nodes:
                 node.meta["delegation_tag"] = tag
             tags[tag] = self.delegation_spec
+        # to_edge shares the constants dict with the user's ExportedProgram, and lowering deletes the
+        # lifted tensor constants a delegate takes from it: without a copy of its own, the user's
+        # program would no longer run (its module() raised KeyError: 'lifted_tensor_0').
+        exported_program._constants = dict(exported_program.constants)
         tag_constant_data(exported_program)
         self.rejections = support.rejections
         _warn_about_bf16_fallbacks(exported_program, self.rejections)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
+from executorch.exir import to_edge_transform_and_lower
 from tester import lower, run_and_compare
 from torch import nn
 from torch.nn import functional as F
@@ -181,3 +182,16 @@ def test_partitioner_can_be_reused_and_reports_the_last_program() -> None:
     lowered = lower(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), (torch.randn(3, 4),), partitioner)
     assert partitioner.rejections == {}, f"stale rejections from an earlier program: {partitioner.rejections}"
     assert lowered.delegate_calls == 1, lowered.describe()
+
+
+class TimesLiftedConstant(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.tensor(3.0)  # a lifted tensor constant, taken by the delegate
+
+
+def test_lowering_leaves_the_users_exported_program_runnable() -> None:
+    x = torch.randn(2, 4)
+    ep = torch.export.export(TimesLiftedConstant(), (x,))
+    edge = to_edge_transform_and_lower(ep, partitioner=[OneDnnPartitioner()])
+    assert any("call_delegate" in str(node.target) for node in edge.exported_program().graph.nodes)
+    torch.testing.assert_close(ep.module()(x), x * 3)
