@@ -181,7 +181,7 @@ class LoweringContext:
             raise Unsupported(f"expected a tensor operand, got {node!r}")
         if node in self.node_values:
             value_id = self.node_values[node]
-            if self.graph.values[value_id].dtype in {TORCH_TO_DTYPE[d] for d in HOST_DTYPES - dtypes}:
+            if self.graph.values[value_id].dtype in (DType.S64, DType.BOOL) and fake_tensor(node).dtype not in dtypes:
                 raise Unsupported(f"{node.name} has dtype {fake_tensor(node).dtype}")
             return value_id
         tensor = self.constants.evaluate(node)

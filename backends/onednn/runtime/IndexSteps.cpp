@@ -32,12 +32,9 @@ void split_at(const memory::dims& dims, size_t axis, size_t& outer, size_t& exte
   extent = static_cast<size_t>(dims[axis]);
 }
 
+// element_count (Payload.h: refuses absurd sizes) as a size_t.
 size_t count_of(const memory::dims& dims) {
-  size_t count = 1;
-  for (memory::dim dim : dims) {
-    count *= static_cast<size_t>(dim);
-  }
-  return count;
+  return static_cast<size_t>(element_count(dims));
 }
 
 // A float value in plain f32, or an S64/BOOL value as it is (always plain).
@@ -91,7 +88,7 @@ void build_gather(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t dst = step.outputs[0];
   require_dtype(graph, data, is_float(dtype_of(graph, data)), "data", "F32 or BF16");
   require_dtype(graph, indices, dtype_of(graph, indices) == DType::S64, "indices", "S64");
-  require_dtype(graph, dst, dtype_of(graph, dst) == dtype_of(graph, data), "dst", "the data's dtype");
+  require_dtype(graph, dst, is_float(dtype_of(graph, dst)), "dst", "F32 or BF16");
   const memory::dims data_dims = graph.dims(data);
   const size_t axis = static_cast<size_t>(normalize_axis(step.int_scalar("axis"), data_dims.size()));
   HostLoop loop;
@@ -109,7 +106,10 @@ void build_gather(const StepRecord& step, GraphBuilder& graph) {
       loop.gather.count);
   const BufferId source = graph.plain_input(data);
   const BufferId index = graph.plain_input(indices);
-  graph.add_host_loop(loop, graph.define(dst, graph.plain(dst)), source, index);
+  // Rows are copied in the data's type; a dst of the other float type is converted after the step
+  // (a bf16 activation gathered into an fp32 delegate output).
+  const BufferId target = graph.define(dst, plain_desc(dst_dims, graph.data_type(data)));
+  graph.add_host_loop(loop, target, source, index);
 }
 
 void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {

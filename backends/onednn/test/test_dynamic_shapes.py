@@ -326,3 +326,21 @@ def test_a_range_without_maximum_is_not_delegated() -> None:
     lowered = lower(nn.Linear(8, 4), (torch.randn(3, 8),), dynamic_shapes=({0: Dim("rows", min=1)},))
     assert lowered.delegate_calls == 0, lowered.describe()
     assert any("no upper bound" in reason for reason in lowered.partitioner.rejections.values())
+
+
+class EmbedAndPickLast(nn.Module):
+    """Token ids of a dynamic length: the embedding, a projection, and the argmax of the last token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.proj = nn.Embedding(50, 16), nn.Linear(16, 50)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.argmax(self.proj(self.embed(ids))[:, -1], dim=-1)
+
+
+def test_host_index_steps_at_dynamic_lengths() -> None:
+    torch.manual_seed(5)
+    ids = [(torch.randint(0, 50, (2, n)),) for n in (1, 17, 32)]
+    failures = run_at_sizes(EmbedAndPickLast().eval(), ids[1], ({1: Dim("length", min=1, max=32)},), ids)
+    assert not failures, failures

@@ -311,7 +311,7 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        {{{4}, kS64}},
        {{4}, kF32},
        {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})}},
-      {"GATHER into another dtype than data", Kind::Gather, {{{3, 2}, kF32}, {{2}, kS64}}, {{2, 2}, kBF16}, {axis0}},
+      {"GATHER into S64", Kind::Gather, {{{3, 2}, kF32}, {{2}, kS64}}, {{2, 2}, kS64}, {axis0}},
       {"GATHER with F32 indices", Kind::Gather, {{{3, 2}, kF32}, {{2}, kF32}}, {{2, 2}, kF32}, {axis0}},
       {"WHERE with an F32 condition",
        Kind::HostElementwise,
