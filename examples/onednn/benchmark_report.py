@@ -203,9 +203,14 @@ def markdown(results: Results) -> str:
 
 def benchmarks_page(results: Results, command: str) -> str:
     """BENCHMARKS.md: the page committed to the repository."""
-    lines = ["# Benchmarks", "", "Latency of one inference (batch as listed), fp32 models with random weights; "
-             '"precision=bf16" computes them in bf16 inside our delegate (inputs and outputs fp32), and OpenVINO '
-             "computes in bf16 on CPUs with AVX512-BF16.", ""]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Latency of one inference (batch as listed), fp32 models with random weights; "
+        '"precision=bf16" computes them in bf16 inside our delegate (inputs and outputs fp32), and OpenVINO '
+        "computes in bf16 on CPUs with AVX512-BF16.",
+        "",
+    ]
     lines += [*_body(results), "", "## How to reproduce", ""]
     lines += [f"`{command}` (writes `results/<date>/`; `--help` lists the options).", ""]
     return "\n".join(lines)
