@@ -6,7 +6,15 @@ process, so `.pte` files using the delegate run through `executorch.runtime` wit
 `set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to.
 """
 
-from ._runtime import effective_isa, get_num_threads, library_path, load_runtime, set_max_isa, set_num_threads
+from ._runtime import (
+    effective_isa,
+    get_num_threads,
+    int8_products_exact,
+    library_path,
+    load_runtime,
+    set_max_isa,
+    set_num_threads,
+)
 from .onednn_preprocess import OneDnnBackend
 from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
 
@@ -23,6 +31,7 @@ __all__ = [
     "OneDnnPartitioner",
     "effective_isa",
     "get_num_threads",
+    "int8_products_exact",
     "library_path",
     "load_runtime",
     "set_max_isa",

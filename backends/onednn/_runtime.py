@@ -112,3 +112,15 @@ def effective_isa() -> str:
     library.onednn_backend_effective_isa.argtypes = []
     library.onednn_backend_effective_isa.restype = ctypes.c_char_p
     return library.onednn_backend_effective_isa().decode()
+
+
+# The instruction sets with VNNI, whose int8 products oneDNN accumulates in 32 bits (runtime/CpuIsa.h).
+EXACT_INT8_ISAS = frozenset(
+    {"avx2_vnni", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}
+)
+
+
+def int8_products_exact() -> bool:
+    """Whether int8 programs run here: without VNNI, oneDNN's int8 products saturate at 16 bits, and the
+    runtime refuses int8 steps at load time (NotSupported) rather than compute wrong numbers."""
+    return effective_isa() in EXACT_INT8_ISAS

@@ -4,6 +4,7 @@ import torch
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import NO_VALUE, BinaryAlg, EltwiseAlg, PostOpKind, StepKind
+from ..serialization.shapes import same_dims
 from .simplify_layout import is_layout_only
 
 # alg -> (neutral constant, whether it may be the first operand too)
@@ -45,7 +46,7 @@ def _neutral_binary_operand(graph: Graph, step: Step) -> int | None:
     for kept, constant in ((src0, src1), (src1, src0)) if either_side else ((src0, src1),):
         tensor = graph.constant_data.get(constant)
         value = graph.values[kept]
-        if tensor is None or value.dims != out.dims or value.dtype != out.dtype:
+        if tensor is None or not same_dims(value.dims, out.dims) or value.dtype != out.dtype:
             continue
         if bool(torch.all(tensor == neutral)):
             return kept

@@ -17,6 +17,7 @@ import torch
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import NO_VALUE, BinaryAlg, EltwiseAlg, PostOpKind, StepKind
+from ..serialization.shapes import same_dims
 
 INT8_ATTRIBUTES = ("src_scale", "weight_scales", "dst_scale")
 
@@ -82,7 +83,7 @@ def _attention(
         return None  # a view that regroups the scores' rows: the softmax runs over other rows
     if reader is None or not _plain_matmul(reader) or reader.inputs[0] != probabilities:
         return None
-    if graph.values[probabilities].dims != score_dims or reader.ints.get("transpose_b", [0])[0] != 0:
+    if not same_dims(graph.values[probabilities].dims, score_dims) or reader.ints.get("transpose_b", [0])[0] != 0:
         return None
     q, k, v = first.inputs[0], first.inputs[1], reader.inputs[1]
     keys_transposed = first.ints.get("transpose_b", [0])[0] == 0
@@ -114,7 +115,7 @@ def _scores(graph, source, producers, up, only_reader) -> _Scores | None:  # typ
     if step is not None and step.kind == StepKind.BINARY and "post_ops" not in step.ints:
         if factor != 1.0 or step.ints["alg"][0] != BinaryAlg.ADD:
             return None  # a scaling after the mask add scales the mask too
-        if graph.values[step.outputs[0]].dims != graph.values[source].dims:
+        if not same_dims(graph.values[step.outputs[0]].dims, graph.values[source].dims):
             return None
         for scores, operand in (step.inputs, reversed(step.inputs)):
             top, factor = up(scores, scaling=True)

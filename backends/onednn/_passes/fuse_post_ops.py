@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import HOST_ELTWISE_ALGS, NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
+from ..serialization.shapes import same_dims
 
 # Producers that take a binary post-op: their dst is the post-op's first operand. Not BINARY: a
 # binary step with a broadcast binary post-op (RMSNorm's x * r * weight) ran so slowly in oneDNN 3.2
@@ -54,7 +55,7 @@ def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None
             continue
         host_index = producers[src]
         host = graph.steps[host_index]
-        if host.kind not in hosts or graph.values[src].dims != out_dims:
+        if host.kind not in hosts or not same_dims(graph.values[src].dims, out_dims):
             continue
         if operand is not None and (operand == src or producers.get(operand, -1) >= host_index):
             continue

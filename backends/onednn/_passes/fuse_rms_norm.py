@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import NO_VALUE, BinaryAlg, EltwiseAlg, ReductionAlg, StepKind
+from ..serialization.shapes import same_dims
 
 
 def fuse_rms_norm(graph: Graph) -> Graph:
@@ -43,7 +44,7 @@ def _rms_norm(graph: Graph, last: Step, produced_once_read) -> Step | None:  # t
     if normalized is None:
         return None
     x, eps = normalized
-    if graph.values[last.outputs[0]].dims != graph.values[x].dims:
+    if not same_dims(graph.values[last.outputs[0]].dims, graph.values[x].dims):
         return None  # a weight of higher rank broadcasts the result wider
     return Step(StepKind.RMS_NORM, [x, weight], list(last.outputs), floats={"eps": [eps]})
 

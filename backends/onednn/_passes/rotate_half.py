@@ -4,7 +4,7 @@ import torch
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import NO_VALUE, DType, EltwiseAlg, StepKind
-from ..serialization.shapes import SymDim
+from ..serialization.shapes import SymDim, same_dims
 
 # Widest last dim rewritten: the matmul costs D multiply-adds per value, the chain it replaces a few
 # memory passes; rotary heads are 64-128 wide.
@@ -66,7 +66,7 @@ def _signed_pieces(
         return None
     (source,) = sources
     columns = sorted(column for start, length, _ in pieces for column in range(start, start + length))
-    if columns != list(range(dims[-1])) or graph.values[source].dims != dims:
+    if columns != list(range(dims[-1])) or not same_dims(graph.values[source].dims, dims):
         return None
     return source, pieces
 

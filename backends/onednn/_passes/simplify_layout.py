@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import StepKind
+from ..serialization.shapes import same_dims
 
 
 def simplify_layout(graph: Graph) -> Graph:
@@ -55,5 +56,5 @@ def _permutation(graph: Graph, step: Step) -> list[int]:
 
 def _is_identity(graph: Graph, step: Step) -> bool:
     if step.kind == StepKind.RESHAPE:
-        return graph.values[step.inputs[0]].dims == graph.values[step.outputs[0]].dims
+        return same_dims(graph.values[step.inputs[0]].dims, graph.values[step.outputs[0]].dims)
     return _permutation(graph, step) == list(range(len(graph.values[step.inputs[0]].dims)))

@@ -144,8 +144,9 @@ def lower_divide_rounding(ctx: LoweringContext, node: Node) -> None:
 
 
 def lower_where(ctx: LoweringContext, node: Node) -> None:
-    if match_safe_softmax(node) is not None:
-        lower_safe_softmax(ctx, node)
+    pattern = match_safe_softmax(node)
+    if pattern is not None:
+        lower_safe_softmax(ctx, node, pattern)
         return
     condition, when_true, when_false = node.args
     dtype = fake_tensor(node).dtype

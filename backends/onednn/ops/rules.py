@@ -27,7 +27,7 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
-from ..serialization.shapes import SymDim, largest, same, smallest
+from ..serialization.shapes import SymDim, largest, same, same_dims, smallest
 from .context import (
     SUPPORTED_DTYPES,
     LoweringContext,
@@ -235,10 +235,10 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
                 continue
             src = ctx.value(tensor)
             as_linear = table.get(alg, lambda c: None)(constant)
-            if ctx.dims(src) == out_dims and as_linear is not None:
+            if same_dims(ctx.dims(src), out_dims) and as_linear is not None:
                 emit_eltwise(ctx, src, ctx.output(node), EltwiseAlg.LINEAR, *as_linear)
                 return
-            if ctx.dims(src) == out_dims and table is SCALAR_LEFT and alg == BinaryAlg.DIV:
+            if same_dims(ctx.dims(src), out_dims) and table is SCALAR_LEFT and alg == BinaryAlg.DIV:
                 emit_eltwise(ctx, src, ctx.output(node), EltwiseAlg.POW, constant, -1.0)
                 return
 
@@ -256,12 +256,14 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
         post_ops: dict[str, list[int]] = {}
         floats: dict[str, list[float]] = {}
         swappable = alg in COMMUTATIVE | {BinaryAlg.SUB}
-        if left_pad(ctx.dims(src0), rank) != out_dims and left_pad(ctx.dims(src1), rank) == out_dims and swappable:
+        # Decided at every size alike (same_dims): at 1x1 a per-channel scale has the map's dims.
+        full0, full1 = (same_dims(left_pad(ctx.dims(src), rank), out_dims) for src in (src0, src1))
+        if not full0 and full1 and swappable:
             src0, src1 = src1, src0
             if alg == BinaryAlg.SUB:  # a - b == -(b - a)
                 post_ops = {"post_ops": [PostOpKind.ELTWISE, EltwiseAlg.LINEAR]}
                 floats = {"post_op_params": [-1.0, 0.0]}
-        if ctx.dims(src0) != out_dims:  # oneDNN broadcasts only the second operand
+        if not same_dims(ctx.dims(src0), out_dims):  # oneDNN broadcasts only the second operand
             src0 = emit_broadcast_copy(ctx, src0, node)
         ctx.emit(StepKind.BINARY, [src0, src1], [ctx.output(node)], {"alg": [alg], **post_ops}, floats)
 
@@ -557,10 +559,8 @@ def match_safe_softmax(where: Node) -> SafeSoftmax | None:
     return SafeSoftmax(where, softmax, frozenset({fill, keep_zero, any_unmasked, unmasked, is_masked}))
 
 
-def lower_safe_softmax(ctx: LoweringContext, node: Node) -> None:
-    pattern = match_safe_softmax(node)
-    if pattern is None:
-        raise Unsupported("where is taken only as the fully-masked-row guard of a softmax")
+def lower_safe_softmax(ctx: LoweringContext, node: Node, pattern: SafeSoftmax) -> None:
+    """The `where` that zeroes a softmax's fully-masked rows: the SOFTMAX step does it."""
     probabilities = ctx.value(pattern.softmax)
     for step in ctx.graph.steps:
         if probabilities in step.outputs and step.kind == StepKind.SOFTMAX:
@@ -846,7 +846,9 @@ def lower_cat(ctx: LoweringContext, node: Node) -> None:
 
 def lower_constant_pad(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
-    pad, value = list(node.args[1]), float(arg(node, 2, "value", 0.0))  # type: ignore[arg-type]
+    # A pad computed from dynamic sizes (to a multiple of a window) follows them.
+    pad = [ctx.size(amount) for amount in node.args[1]]  # type: ignore[union-attr]
+    value = float(arg(node, 2, "value", 0.0))  # type: ignore[arg-type]
     rank = len(ctx.dims(src))
     if len(pad) % 2 or len(pad) > 2 * rank or min(pad, default=0) < 0:
         raise Unsupported(f"constant pad {pad}")
@@ -1011,7 +1013,7 @@ OP_RULES: dict[object, OpRule] = {
     torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),
     operator.getitem: OpRule(lower_getitem, compute=False),
     aten.sym_size.int: SIZE_ARITHMETIC,
-    **dict.fromkeys((operator.add, operator.sub, operator.mul, operator.floordiv), SIZE_ARITHMETIC),
+    **dict.fromkeys((operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod), SIZE_ARITHMETIC),
     qd.quantize_per_tensor.default: OpRule(lower_quantize, users_ok=quantized_outputs_stay_inside),
     qd.dequantize_per_tensor.default: OpRule(lower_dequantize),
     qd.dequantize_per_channel.default: OpRule(lower_weight_dequantize, users_ok=every_user_taken),

@@ -46,6 +46,38 @@ def _free_in_executorch(ep: ExportedProgram, node: Node) -> bool:
     return aten_op(node.target) is torch.ops.aten.view_copy.default
 
 
+def _leave_shared_sizes_to_executorch(graph: torch.fx.Graph) -> None:
+    """A delegate cannot return a size (SymInt), and a partitioner may not add nodes to copy one: a
+    size node with users outside its partition is left to ExecuTorch, which passes it to every
+    delegate that needs it. When it reads a tensor of its own partition, the nodes of that partition
+    that depend on it move to a partition of their own (else the delegate would wait for itself)."""
+    while True:
+        shared = next((node for node in graph.nodes if _is_shared_size(node)), None)
+        if shared is None:
+            return
+        tag = shared.meta.pop("delegation_tag")
+        if not any(source.meta.get("delegation_tag") == tag for source in shared.all_input_nodes):
+            continue
+        later_tag, frontier, seen = f"{tag}_after_{shared.name}", list(shared.users), set()
+        while frontier:
+            node = frontier.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.meta.get("delegation_tag") == tag:
+                node.meta["delegation_tag"] = later_tag
+            frontier.extend(node.users)
+
+
+def _is_shared_size(node: Node) -> bool:
+    tag = node.meta.get("delegation_tag")
+    return (
+        tag is not None
+        and rule_for(node) is SIZE_ARITHMETIC
+        and any(user.meta.get("delegation_tag") != tag for user in node.users)
+    )
+
+
 class OneDnnPartitioner(Partitioner):
     """Partitioner of the oneDNN delegate (backend id `OneDnnBackend`)."""
 
@@ -88,14 +120,21 @@ class OneDnnPartitioner(Partitioner):
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         support = _OneDnnSupport(exported_program)
         proposer = CapabilityBasedPartitioner(exported_program.graph_module, support, allows_single_node_partition=True)
-        tags = {}
         for partition in proposer.propose_partitions():
-            if all(_free_in_executorch(exported_program, node) for node in partition.nodes):
-                continue
-            tag = f"onednn_{partition.id}"
             for node in partition.nodes:
-                node.meta["delegation_tag"] = tag
-            tags[tag] = self.delegation_spec
+                node.meta["delegation_tag"] = f"onednn_{partition.id}"
+        _leave_shared_sizes_to_executorch(exported_program.graph)
+        members: dict[str, list[Node]] = {}
+        for node in exported_program.graph.nodes:
+            if "delegation_tag" in node.meta:
+                members.setdefault(node.meta["delegation_tag"], []).append(node)
+        tags = {}
+        for tag, nodes in members.items():
+            if all(_free_in_executorch(exported_program, node) for node in nodes):
+                for node in nodes:
+                    del node.meta["delegation_tag"]
+            else:
+                tags[tag] = self.delegation_spec
         # to_edge shares the constants dict with the user's ExportedProgram, and lowering deletes the
         # lifted tensor constants a delegate takes from it: without a copy of its own, the user's
         # program would no longer run (its module() raised KeyError: 'lifted_tensor_0').

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "CpuIsa.h"
 #include "InitError.h"
 #include "StepBuilders.h"
 
@@ -21,6 +22,13 @@ DataType weights_type(DataType compute) {
 
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
   if (is_int8(graph.data_type(src))) {
+    if (!int8_products_exact()) {
+      fail(runtime::Error::NotSupported,
+           "int8 step on a CPU without VNNI (oneDNN uses %s): its int8 products would saturate at 16 "
+           "bits and give wrong results; run this program on a CPU with AVX512-VNNI or AVX-VNNI, or "
+           "export it without int8",
+           effective_isa_name());
+    }
     return graph.data_type(src);
   }
   if (graph.compute_in_f32()) {

@@ -1,6 +1,7 @@
 #include "CpuIsa.h"
 
 #include <cstring>
+#include <initializer_list>
 
 #include <executorch/runtime/platform/log.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -61,6 +62,17 @@ const char* effective_isa_name() noexcept {
     }
   }
   return newest;
+}
+
+bool int8_products_exact() noexcept {
+  const auto effective = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  for (const dnnl_cpu_isa_t isa : {dnnl_cpu_isa_avx2_vnni, dnnl_cpu_isa_avx512_core_vnni}) {
+    const auto bits = static_cast<unsigned>(isa);
+    if ((bits & effective) == bits) {
+      return true;
+    }
+  }
+  return false;
 }
 
 } // namespace executorch::backends::onednn

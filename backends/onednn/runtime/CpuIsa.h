@@ -18,4 +18,9 @@ runtime::Error set_max_isa(const char* name) noexcept;
 // The instruction set oneDNN dispatches to now (one of the names above).
 const char* effective_isa_name() noexcept;
 
+// Whether oneDNN's int8 products are exact here: with VNNI (AVX512-VNNI or AVX-VNNI) they accumulate
+// in 32 bits; without it, in pairs of 16-bit sums that saturate (measured: a dynamic int8 linear off
+// by 30% on an AVX2 CPU), so int8 steps are refused there.
+bool int8_products_exact() noexcept;
+
 } // namespace executorch::backends::onednn

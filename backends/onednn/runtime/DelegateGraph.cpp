@@ -38,15 +38,16 @@ std::unique_ptr<CompiledGraph> DelegateGraph::build(const Sizes& sizes, const ru
   return CompiledGraph::build(specialize(payload_, values), named_data, &shared_);
 }
 
-// Each dynamic size is the only one in some graph input dim's expression (the payload parser checks
-// it); the first such dim gives it.
+// Each dynamic size is the only one, one to one, in some graph input dim's expression (the payload
+// parser checks it); the first such dim gives it.
 void DelegateGraph::find_size_sources() {
   size_sources_.resize(payload_.symbols.size());
   std::vector<bool> found(payload_.symbols.size(), false);
   for (const SymbolicDim& entry : payload_.symbolic_dims) {
     const int64_t symbol = single_symbol(entry.code);
     const auto position = std::find(payload_.inputs.begin(), payload_.inputs.end(), entry.value);
-    if (symbol < 0 || found[symbol] || position == payload_.inputs.end()) {
+    if (symbol < 0 || found[symbol] || position == payload_.inputs.end() ||
+        !gives_size_one_to_one(entry.code, symbol, payload_.symbols[static_cast<size_t>(symbol)])) {
       continue;
     }
     found[symbol] = true;

@@ -142,6 +142,26 @@ bool solve_for_symbol(
   return true;
 }
 
+bool gives_size_one_to_one(const std::vector<int64_t>& code, int64_t symbol, const SymbolBounds& bounds) {
+  if (code.size() == 2) {
+    return true; // the size itself
+  }
+  if (bounds.max - bounds.min >= kMaxSolvedRange) {
+    return false;
+  }
+  std::vector<int64_t> symbols(static_cast<size_t>(symbol) + 1, 0);
+  int64_t previous = 0;
+  for (int64_t point = bounds.min; point <= bounds.max; ++point) {
+    symbols[symbol] = point;
+    int64_t value = 0;
+    if (!evaluate_dim(code, symbols.data(), symbols.size(), value) || (point > bounds.min && value <= previous)) {
+      return false;
+    }
+    previous = value;
+  }
+  return true;
+}
+
 void validate_dynamic_shapes(const Payload& payload) {
   const size_t num_symbols = payload.symbols.size();
   std::vector<int64_t> upper;
@@ -182,15 +202,16 @@ void validate_dynamic_shapes(const Payload& payload) {
         static_cast<long long>(at_max),
         static_cast<long long>(value.dims[entry.dim]));
     const int64_t symbol = single_symbol(entry.code);
-    if (symbol >= 0 &&
-        std::find(payload.inputs.begin(), payload.inputs.end(), entry.value) != payload.inputs.end()) {
+    if (symbol >= 0 && !given_by_input[static_cast<size_t>(symbol)] &&
+        std::find(payload.inputs.begin(), payload.inputs.end(), entry.value) != payload.inputs.end() &&
+        gives_size_one_to_one(entry.code, symbol, payload.symbols[static_cast<size_t>(symbol)])) {
       given_by_input[static_cast<size_t>(symbol)] = true;
     }
   }
   for (size_t s = 0; s < num_symbols; ++s) {
     ODNN_CHECK(
         given_by_input[s],
-        "dynamic size %zu is not the only size in any graph input dim's expression",
+        "dynamic size %zu is not, one to one, the only size in any graph input dim's expression",
         s);
   }
   std::set<std::tuple<uint32_t, std::string, uint32_t>> attributes_seen;

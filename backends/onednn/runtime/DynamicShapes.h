@@ -18,7 +18,7 @@ bool evaluate_dim(const std::vector<int64_t>& code, const int64_t* symbols, size
 int64_t single_symbol(const std::vector<int64_t>& code);
 
 // The value of symbol `symbol` in [bounds.min, bounds.max] for which `code` (of that symbol only,
-// non-decreasing in it: a size, 2 * size, size + 1, ...) gives `target`; false when there is none.
+// increasing in it: a size, 2 * size, size + 1, ...) gives `target`; false when there is none.
 // `symbols` is scratch of at least symbol + 1 entries. Never throws, never allocates.
 bool solve_for_symbol(
     const std::vector<int64_t>& code,
@@ -29,8 +29,18 @@ bool solve_for_symbol(
     size_t num_symbols,
     int64_t& result);
 
+// Ranges longer than this are solved for only from the size itself (checking that an expression
+// gives each size from one value alone walks the range).
+inline constexpr int64_t kMaxSolvedRange = int64_t{1} << 16;
+
+// Whether `code` (of symbol `symbol` only) gives a different, larger value for every larger value of
+// the symbol in its range, so that solve_for_symbol finds the one value that gives an input's dim
+// (8 * ((s + 1) // 2) gives 8 for both s = 1 and s = 2: another input dim must give s).
+bool gives_size_one_to_one(const std::vector<int64_t>& code, int64_t symbol, const SymbolBounds& bounds);
+
 // Checks the dynamic-shape section of a parsed payload: well-formed codes, a symbolic dim only on
-// activations, every symbol the only one in some graph input dim's expression, stored dims equal to the expressions at
+// activations, every symbol the only one in some graph input dim's expression that gives it one to one
+// (gives_size_one_to_one), stored dims equal to the expressions at
 // every symbol's max. Throws InitError.
 void validate_dynamic_shapes(const Payload& payload);
 

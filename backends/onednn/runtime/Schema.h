@@ -40,7 +40,7 @@ enum class ShapeOp : int64_t {
 };
 inline constexpr int64_t kNumShapeOps = 8;
 inline constexpr uint32_t kMaxSymbols = 16;
-inline constexpr uint32_t kMaxShapeCode = 64; // i64 entries per expression
+inline constexpr uint32_t kMaxShapeCode = 256; // i64 entries per expression
 inline constexpr int64_t kMaxSymbolValue = 0x7FFFFFFF;
 
 enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };

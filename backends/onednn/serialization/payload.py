@@ -13,6 +13,7 @@ import torch
 
 from .schema import (
     HEADER_SIZE,
+    HOST_INDEX_STEPS,
     MAGIC,
     MAX_RANK,
     MAX_SYMBOLS,
@@ -23,9 +24,10 @@ from .schema import (
     Layout,
     StepKind,
 )
-from .shapes import ShapeError, SymDim, at_point, decode, encode
+from .shapes import ShapeError, SymDim, at_point, decode, encode, gives_size_one_to_one
 
 MAX_STRING = 1024
+HOST_ONLY_DTYPES = (DType.S64, DType.BOOL)  # oneDNN 3.2 has neither
 MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
 E = TypeVar("E", bound=IntEnum)
 
@@ -171,6 +173,13 @@ def _write_dynamic_shapes(body: _Writer, graph: Graph, bounds: dict[sympy.Symbol
         for index, dim in enumerate(value.dims)
         if isinstance(dim, SymDim)
     ]
+    for symbol, symbol_bounds in bounds.items():
+        if not any(
+            gives_size_one_to_one(graph.values[value_id].dims[index].expr, symbol, symbol_bounds)
+            for value_id, index, _ in entries
+            if value_id in graph.inputs
+        ):
+            raise PayloadError(f"dynamic size {symbol}: no input dim gives it one to one (the runtime reads it there)")
     body.u32(len(entries))
     for value_id, index, expr in entries:
         code = _code(expr, symbols)
@@ -206,6 +215,11 @@ def serialize(graph: Graph) -> bytes:
         if value.constant_key is not None:
             body.string(value.constant_key)
     for step in graph.steps:
+        if step.kind not in HOST_INDEX_STEPS and any(
+            value_id != NO_VALUE and graph.values[value_id].dtype in HOST_ONLY_DTYPES
+            for value_id in (*step.inputs, *step.outputs)
+        ):
+            raise PayloadError(f"{step.kind.name} step touches an int64/bool value: only host index steps may")
         body.u32(int(step.kind))
         body.u32s(step.inputs)
         body.u32s(step.outputs)

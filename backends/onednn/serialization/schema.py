@@ -19,7 +19,7 @@ class DType(IntEnum):
     S32 = 3
     S8 = 4
     U8 = 5
-    # Only the host index steps (HOST_INDEX_STEPS) read and write these: oneDNN 3.2 has no such types.
+    # Only the host index steps (HOST_INDEX_STEPS) may read and write these: oneDNN 3.2 has no such types.
     S64 = 6
     BOOL = 7
 
@@ -57,7 +57,8 @@ class ShapeOp(IntEnum):
 
 
 MAX_SYMBOLS = 16
-MAX_SHAPE_CODE = 64
+MAX_SHAPE_CODE = 256
+MAX_SOLVED_RANGE = 1 << 16  # a size is solved for from an expression over a shorter range only
 
 
 class StepKind(IntEnum):

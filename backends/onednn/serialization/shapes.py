@@ -10,12 +10,15 @@ by lowering the program a second time at the minimum sizes and comparing (see on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
 
 import sympy
 from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
 
-from .schema import MAX_SHAPE_CODE, ShapeOp
+from .schema import MAX_SHAPE_CODE, MAX_SOLVED_RANGE, ShapeOp
 
 Bounds = dict[sympy.Symbol, tuple[int, int]]
 
@@ -65,6 +68,12 @@ class SymDim(int):
     def __rfloordiv__(self, other: object) -> object:
         return self._combine(other, int.__floordiv__, FloorDiv, True)
 
+    def __mod__(self, other: object) -> object:
+        return self._combine(other, int.__mod__, sympy.Mod, False)
+
+    def __rmod__(self, other: object) -> object:
+        return self._combine(other, int.__mod__, sympy.Mod, True)
+
     def __neg__(self) -> object:
         return dim_of(-int(self), -self.expr, self.bounds)
 
@@ -81,24 +90,96 @@ def _bounds(value: int) -> Bounds:
 
 
 def dim_of(value: int, expr: sympy.Expr, bounds: Bounds) -> int:
-    """A SymDim, or a plain int when the expression is a constant."""
+    """A SymDim, or a plain int when the expression is a constant within the sizes' ranges (a view's
+    inferred dim, numel // (others), often is one that sympy cannot see)."""
     if expr.is_Integer:
         return int(expr)
-    return SymDim(value, expr, {symbol: bounds[symbol] for symbol in expr.free_symbols if symbol in bounds})
+    relevant = {symbol: bounds[symbol] for symbol in expr.free_symbols if symbol in bounds}
+    if expr.has(FloorDiv, Mod, PythonMod, sympy.Mod, sympy.Min, sympy.Max) and _is_constant(
+        expr, tuple(sorted(relevant.items(), key=str))
+    ):
+        return value
+    return SymDim(value, expr, relevant)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_constant(expr: sympy.Expr, bounds: tuple[tuple[sympy.Symbol, tuple[int, int]], ...]) -> bool:
+    if len(bounds) != len(expr.free_symbols):
+        return False
+    values = _at_every_point([expr], dict(bounds))
+    return values is not None and len({point[0] for point in values}) == 1
+
+
+# Up to this many points (sizes within their ranges), dims are compared at every one of them: exact,
+# and far cheaper than sympy.simplify (which took minutes on a Swin Transformer's slices).
+MAX_POINTS_COMPARED = 4096
+
+
+def _at_every_point(exprs: list[sympy.Expr], bounds: Bounds) -> list[tuple[int, ...]] | None:
+    """The expressions' values at every point of the sizes' ranges; None when there are too many
+    points or one cannot be evaluated."""
+    symbols = sorted(bounds, key=str)
+    ranges = [range(bounds[symbol][0], bounds[symbol][1] + 1) for symbol in symbols]
+    if math.prod(len(r) for r in ranges) > MAX_POINTS_COMPARED:
+        return None
+    try:
+        codes = [_postfix(expr, symbols) for expr in exprs]
+        return [tuple(evaluate(code, point) for code in codes) for point in itertools.product(*ranges)]
+    except (ShapeError, ValueError, ZeroDivisionError):  # ValueError: a symbol without a range
+        return None
+
+
+def _pairs(a: int, b: int) -> list[tuple[int, ...]] | None:
+    if not isinstance(a, SymDim) and not isinstance(b, SymDim):
+        return None
+    return _at_every_point([_expr(a), _expr(b)], {**_bounds(a), **_bounds(b)})
 
 
 def same(a: int, b: int) -> bool:
     """Equal at every size (a plain == compares the values at the maximum)."""
-    return bool(sympy.simplify(_expr(a) - _expr(b)) == 0) if isinstance(a, SymDim) or isinstance(b, SymDim) else a == b
+    if not isinstance(a, SymDim) and not isinstance(b, SymDim):
+        return a == b
+    if _expr(a) == _expr(b):
+        return True
+    pairs = _pairs(a, b)
+    if pairs is not None:
+        return all(x == y for x, y in pairs)
+    return bool(sympy.simplify(_expr(a) - _expr(b)) == 0)
+
+
+def same_dims(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Equal dims at every size: passes decide fusions with it, so that a program lowered at its
+    smallest sizes (where a broadcast may vanish) gets the same steps as at its largest."""
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
 
 
 def smallest(a: int, b: int) -> int:
     """min(a, b) that stays right at every size (a plain min compares the values at the maximum)."""
+    pairs = _pairs(a, b)
+    if pairs is not None and all(x <= y for x, y in pairs):
+        return a  # a slice clamped to its dim keeps a short expression
+    if pairs is not None and all(y <= x for x, y in pairs):
+        return b
     return dim_of(min(int(a), int(b)), sympy.Min(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
 
 
 def largest(a: int, b: int) -> int:
+    pairs = _pairs(a, b)
+    if pairs is not None and all(x >= y for x, y in pairs):
+        return a
+    if pairs is not None and all(y >= x for x, y in pairs):
+        return b
     return dim_of(max(int(a), int(b)), sympy.Max(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
+
+
+def gives_size_one_to_one(expr: sympy.Expr, symbol: sympy.Symbol, bounds: tuple[int, int]) -> bool:
+    """Whether an input dim of this expression gives the runtime `symbol` (runtime/DynamicShapes.h)."""
+    if expr == symbol:
+        return True
+    if expr.free_symbols != {symbol} or bounds[1] - bounds[0] >= MAX_SOLVED_RANGE:
+        return False
+    values = _at_every_point([expr], {symbol: bounds})
+    return values is not None and all(a < b for (a,), (b,) in itertools.pairwise(values))
 
 
 def at_point(value: int, point: dict[sympy.Symbol, int]) -> int:
@@ -112,6 +193,13 @@ class ShapeError(ValueError):
 
 def encode(expr: sympy.Expr, symbols: list[sympy.Symbol]) -> list[int]:
     """`expr` as ShapeOp code; `symbols` gives each symbol's index."""
+    code = _postfix(expr, symbols)
+    if len(code) > MAX_SHAPE_CODE:
+        raise ShapeError(f"dynamic dim {expr} needs {len(code)} code entries (at most {MAX_SHAPE_CODE})")
+    return code
+
+
+def _postfix(expr: sympy.Expr, symbols: list[sympy.Symbol]) -> list[int]:
     code: list[int] = []
 
     def emit(node: sympy.Expr) -> None:
@@ -138,9 +226,35 @@ def encode(expr: sympy.Expr, symbols: list[sympy.Symbol]) -> list[int]:
             raise ShapeError(f"dynamic dim {expr}: {type(node).__name__} has no payload encoding")
 
     emit(expr)
-    if len(code) > MAX_SHAPE_CODE:
-        raise ShapeError(f"dynamic dim {expr} needs {len(code)} code entries (at most {MAX_SHAPE_CODE})")
     return [int(entry) for entry in code]
+
+
+_INT_OPS: dict[int, Callable[[int, int], int]] = {
+    ShapeOp.ADD: int.__add__,
+    ShapeOp.MUL: int.__mul__,
+    ShapeOp.FLOORDIV: int.__floordiv__,  # both round toward negative infinity, as the runtime does
+    ShapeOp.MOD: int.__mod__,
+    ShapeOp.MAX: max,
+    ShapeOp.MIN: min,
+}
+
+
+def evaluate(code: list[int], values: Sequence[int]) -> int:
+    """The value of `code` with symbol i = values[i], computed as the runtime does."""
+    stack: list[int] = []
+    position = 0
+    while position < len(code):
+        op = code[position]
+        if op in (ShapeOp.CONST, ShapeOp.SYMBOL):
+            operand = code[position + 1]
+            stack.append(operand if op == ShapeOp.CONST else values[operand])
+            position += 2
+        else:
+            right = stack.pop()
+            stack.append(_INT_OPS[op](stack.pop(), right))
+            position += 1
+    (value,) = stack
+    return value
 
 
 def decode(code: list[int], symbols: list[sympy.Symbol]) -> sympy.Expr:

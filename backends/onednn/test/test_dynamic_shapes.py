@@ -8,7 +8,7 @@ import pytest
 import sympy
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
-from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize, serialize
+from executorch.backends.onednn.serialization.payload import Graph, PayloadError, Step, deserialize, serialize
 from executorch.backends.onednn.serialization.schema import VERSION, VERSION_DYNAMIC, DType, StepKind
 from executorch.backends.onednn.serialization.shapes import (
     ShapeError,
@@ -43,6 +43,33 @@ def test_arithmetic_on_dims_keeps_the_expression() -> None:
     clipped = smallest(s, 10)
     assert int(clipped) == 10 and int(clipped.expr.subs(S, 4)) == 4
     assert largest(3, 5) == 5 and not isinstance(largest(3, 5), SymDim)
+
+
+def test_dims_are_compared_and_clamped_at_every_size_of_the_range() -> None:
+    """A padded width (to a multiple of 8) is at least 8, so a slice clamped to it keeps a short expression,
+    and a window count times the window is the padded width again: facts sympy cannot see."""
+    s = SymDim(16, S, {S: (1, 16)})
+    padded = s + (8 - s % 8) % 8
+    assert smallest(padded, 8) == 8 and not isinstance(smallest(padded, 8), SymDim)
+    assert largest(padded - 8, 0) is not None and same(largest(padded - 8, 0), padded - 8)
+    assert same((padded // 8) * 8, padded) and not same(padded, s)
+    windows = padded // (padded // 8)  # 8 at every size: a plain int
+    assert windows == 8 and not isinstance(windows, SymDim)
+
+
+def test_an_input_dim_must_give_each_size_one_to_one() -> None:
+    """8 * ((s + 7) // 8) is 8 for s = 1..8: the runtime could not tell s from it."""
+    s = SymDim(16, S, {S: (1, 16)})
+    graph = Graph()
+    x = graph.add_value(DType.F32, (s + (8 - s % 8) % 8, 8))
+    y = graph.add_value(DType.F32, (s + (8 - s % 8) % 8, 8))
+    graph.inputs, graph.outputs = [x], [y]
+    graph.add_step(Step(StepKind.ELTWISE, [x], [y], {"alg": [0]}, {"alpha": [0.0], "beta": [0.0]}))
+    with pytest.raises(PayloadError, match="no input dim gives it one to one"):
+        serialize(graph)
+    z = graph.add_value(DType.F32, (s * 2 + 1, 8))  # another input that gives s
+    graph.inputs.append(z)
+    assert deserialize(serialize(graph)).inputs == [x, z]
 
 
 @pytest.mark.parametrize(
@@ -304,11 +331,11 @@ class SizeArithmetic(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, width = x.shape
         pairs = x.reshape(rows * 2, width // 2)[1:]
-        return pairs.reshape(-1)[: width + rows - 1].relu()
+        return pairs.reshape(-1)[: width + rows - 1 - rows % 3].relu()
 
 
 # The size arithmetic ops (ops/rules.py's SIZE_ARITHMETIC) this file runs; test_ops.py counts on it.
-SIZE_ARITHMETIC_OPS = frozenset({"aten::sym_size", "add", "sub", "mul", "floordiv"})
+SIZE_ARITHMETIC_OPS = frozenset({"aten::sym_size", "add", "sub", "mul", "floordiv", "mod"})
 
 
 def test_size_arithmetic_is_taken_with_its_users() -> None:
@@ -343,4 +370,77 @@ def test_host_index_steps_at_dynamic_lengths() -> None:
     torch.manual_seed(5)
     ids = [(torch.randint(0, 50, (2, n)),) for n in (1, 17, 32)]
     failures = run_at_sizes(EmbedAndPickLast().eval(), ids[1], ({1: Dim("length", min=1, max=32)},), ids)
+    assert not failures, failures
+
+
+class PadToWindows(nn.Module):
+    """Swin's window partition: pad the map to a multiple of the window, by an amount the size decides."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        width = x.shape[-1]
+        return F.pad(x, (1, (7 - width % 7) % 7), value=-1.0).relu() * 2
+
+
+def test_a_pad_that_follows_the_size_is_delegated() -> None:
+    example = (torch.randn(2, 10),)
+    shapes = ({1: Dim("width", min=1, max=40)},)
+    lowered = lower(PadToWindows(), example, dynamic_shapes=shapes)
+    assert lowered.delegate_calls == 1 and "mod" in lowered.delegated_ops, lowered.describe()
+    failures = run_at_sizes(PadToWindows(), example, shapes, [(torch.randn(2, n),) for n in (1, 7, 8, 40, 13)])
+    assert not failures, failures
+
+
+class SizeUsedAcrossPartitions(nn.Module):
+    """The width of a convolution's output is read in its partition (to pad it to a multiple of 8) and,
+    past cumsum (left to ExecuTorch), in the next one (to slice the padding off)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 4, stride=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        width = y.shape[-1]
+        padded = F.pad(y, (0, (8 - width % 8) % 8)).relu()
+        return (torch.cumsum(padded, -1) * 2)[:, :, :width] + y
+
+
+def test_a_size_used_by_two_partitions_is_left_to_executorch() -> None:
+    """A delegate cannot return a size: ExecuTorch reads it from the convolution's output and passes it
+    to the partitions that need it (the convolution's own partition splits in two around it)."""
+    torch.manual_seed(2)
+    model = SizeUsedAcrossPartitions().eval()
+    shapes = ({2: 16 * Dim("blocks", min=1, max=4)},)
+    lowered = lower(model, (torch.randn(1, 4, 32),), dynamic_shapes=shapes)
+    assert lowered.delegate_calls == 3 and "aten::sym_size" in lowered.undelegated_compute, lowered.describe()
+    inputs = [(torch.randn(1, 4, 16 * n),) for n in (1, 4, 3)]
+    for (x,), result in zip(inputs, execute_each(lowered.buffer, inputs)):
+        assert not isinstance(result, str), result
+        with torch.no_grad():
+            assert not mismatch(str(x.shape), result, [model(x)], 1e-5)
+
+
+class SqueezeExcitation(nn.Module):
+    """A feature map scaled by channel weights computed from its mean: at a 1x1 map the scaling is no
+    longer a broadcast, which must not change how it is fused (RegNet's blocks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.squeeze = nn.Conv2d(4, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        scale = torch.sigmoid(self.squeeze(y.mean((2, 3), keepdim=True)))
+        return y * scale + scale * y.relu()  # the scale on either side (RegNet's SE block: on the left)
+
+
+def test_a_broadcast_that_vanishes_at_the_smallest_size_lowers_alike() -> None:
+    torch.manual_seed(4)
+    shapes = ({2: Dim("height", min=1, max=12), 3: Dim("width", min=1, max=12)},)
+    failures = run_at_sizes(
+        SqueezeExcitation().eval(),
+        (torch.randn(1, 4, 6, 6),),
+        shapes,
+        [(torch.randn(1, 4, h, w),) for h, w in ((1, 1), (12, 12), (5, 3))],
+    )
     assert not failures, failures

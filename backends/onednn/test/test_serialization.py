@@ -148,6 +148,18 @@ def test_rank_above_six_is_refused_by_serialize() -> None:
         serialize(graph)
 
 
+@pytest.mark.parametrize("dtype", [DType.S64, DType.BOOL])
+def test_int64_and_bool_values_only_reach_host_index_steps(dtype: DType) -> None:
+    """oneDNN has neither type: serialize refuses, as the runtime would, a primitive step touching one."""
+    graph = Graph()
+    indices = graph.add_value(dtype, (4,))
+    copy = graph.add_value(dtype, (4,))
+    graph.add_step(Step(StepKind.RESHAPE, [indices], [copy]))
+    graph.inputs, graph.outputs = [indices], [copy]
+    with pytest.raises(PayloadError, match="RESHAPE step touches an int64/bool value"):
+        serialize(graph)
+
+
 def test_constants_go_to_named_data_not_into_the_delegate_blob() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 64)).eval()

@@ -182,6 +182,11 @@ Error init_with(void (*edit)(Model&)) {
   return init_error(model.payload.build(), &model.data);
 }
 
+std::vector<int64_t> twice_half_rounded_up(uint32_t symbol) {
+  return {op(Op::Const), 2, op(Op::Symbol), symbol, op(Op::Const), 1, op(Op::Add),
+          op(Op::Const), 2, op(Op::FloorDiv), op(Op::Mul)};
+}
+
 TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
   struct Case {
     const char* what;
@@ -223,10 +228,20 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
       {"size arguments out of order", [](Model& m) { m.payload.size_args = {1, 0}; }},
       {"minimum below 1",
        [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(0, 4)}); }},
+      {"size given by no input dim one to one",  // 2 * ((s + 1) // 2) is 4 for s = 3 and s = 4
+       [](Model& m) { m.payload.symbolic_dim(0, 1, twice_half_rounded_up(m.payload.symbol(3, 4))); }},
   };
   EXPECT_EQ(init_with([](Model&) {}), Error::Ok);
   EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0}); }), Error::Ok);
   EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }),
+            Error::Ok);
+  // 2 * ((s + 1) // 2) + s - 4 gives 3 at s = 3 and 4 at s = 4: solvable.
+  EXPECT_EQ(init_with([](Model& m) {
+              const uint32_t s = m.payload.symbol(3, 4);
+              std::vector<int64_t> code = twice_half_rounded_up(s);
+              code.insert(code.end(), {op(Op::Symbol), s, op(Op::Add), op(Op::Const), -4, op(Op::Add)});
+              m.payload.symbolic_dim(0, 1, code);
+            }),
             Error::Ok);
   for (const Case& c : cases) {
     EXPECT_EQ(init_with(c.edit), Error::InvalidProgram) << c.what;
