@@ -13,7 +13,7 @@ import warnings
 import executorch.exir as exir
 import pytest
 import torch
-from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner
+from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner, effective_isa
 from executorch.backends.onednn.serialization.schema import DType, StepKind
 from test_ops import CASES, OpCase
 from tester import classify, execute, flatten_outputs, lower, mismatch
@@ -122,7 +122,10 @@ def test_matrix_steps_really_compute_in_bf16() -> None:
     bf16 = execute(lower(linear, inputs, OneDnnPartitioner(precision="bf16")).buffer, inputs)[0]
     assert fp32.dtype == bf16.dtype == torch.float32
     assert fp32.item() == pytest.approx(16 * (1 + 2**-10), abs=1e-6)
-    assert bf16.item() == 16.0
+    if effective_isa().startswith("avx512_core"):
+        assert bf16.item() == 16.0
+    else:  # oneDNN 3.2 has no bf16 matmul below AVX-512: init() builds the step in f32 (README, Instruction sets)
+        assert bf16.item() == fp32.item()
 
 
 def test_precision_pass_keeps_boundaries_and_sensitive_steps_in_fp32() -> None:
