@@ -911,7 +911,7 @@ def define_reshaped(ctx: LoweringContext, node: Node, value: int) -> None:
     """The node's result is `value` with the node's dims (free for plain activations)."""
     out_dims = ctx.dims_of(node)
     data = ctx.constant(value)
-    if ctx.dims(value) == out_dims:
+    if same_dims(ctx.dims(value), out_dims):
         ctx.alias(node, value)
     elif data is not None:
         ctx.fold(node, data.reshape(out_dims))
@@ -947,10 +947,27 @@ def lower_slice(ctx: LoweringContext, node: Node) -> None:
     if step == 1:
         define_reshaped(ctx, node, emit_slice(ctx, src, dim, begin, stop - begin))
         return
+    if isinstance(begin, SymDim) or isinstance(stop, SymDim):
+        define_reshaped(ctx, node, emit_every_step_th(ctx, src, dim, begin, stop, step))
+        return
     if not (isinstance(step, int) and isinstance(begin, int) and isinstance(stop, int) and stop > begin):
         raise Unsupported("slice with a step: static, non-empty bounds only")
     picked = ctx.graph.add_constant(torch.arange(begin, stop, step), DType.S64)  # every step-th row
     ctx.emit(StepKind.GATHER, [src, picked], [ctx.output(node)], {"axis": [dim]})
+
+
+def emit_every_step_th(ctx: LoweringContext, src: int, dim: int, begin: int, stop: int, step: object) -> int:
+    """Rows begin, begin + step, ... of a dynamic dim (a constant list of rows cannot follow its size):
+    the dim split into (rows // step, step), then one column of that."""
+    dims = ctx.dims(src)
+    rows = dims[dim]
+    if not (isinstance(step, int) and not isinstance(begin, SymDim) and 0 <= begin < step and same(stop, rows)):
+        raise Unsupported("slice with a step over a dynamic dim: only every step-th row of the whole dim")
+    if not same(rows % step, 0):
+        raise Unsupported(f"slice with a step over a dynamic dim: {rows!r} is not a multiple of {step} at every size")
+    split = ctx.new_value((*dims[:dim], rows // step, step, *dims[dim + 1 :]), ctx.dtype(src))
+    ctx.emit(StepKind.RESHAPE, [src], [split])
+    return emit_slice(ctx, split, dim + 1, begin, 1)
 
 
 def lower_split_with_sizes(ctx: LoweringContext, node: Node) -> None:

@@ -16,9 +16,10 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..onednn_preprocess import DYNAMIC_INT8_SPEC, EXTERNAL_WEIGHTS_SPEC, PRECISION_SPEC, PRECISIONS
-from ..ops import KEEP_WHOLE, is_folded_constant, rule_for, unsupported_reason
-from ..ops.context import aten_op
+from ..ops import KEEP_WHOLE, Unsupported, is_folded_constant, rule_for, unsupported_reason
+from ..ops.context import aten_op, concrete_dims
 from ..ops.rules import SIZE_ARITHMETIC
+from ..serialization.shapes import SymDim, gives_size_one_to_one
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,57 @@ def _leave_shared_sizes_to_executorch(graph: torch.fx.Graph) -> None:
             if node.meta.get("delegation_tag") == tag:
                 node.meta["delegation_tag"] = later_tag
             frontier.extend(node.users)
+
+
+def _leave_unreadable_sizes_to_executorch(ep: ExportedProgram) -> dict[str, str]:
+    """The runtime reads each dynamic size from an input dim that gives it one to one (FORMAT.md). A
+    partition whose inputs give some size only many to one (a window mask padded to a multiple of 8,
+    `8 * ((s + 7) // 8)`, is the same for several s) could not be lowered: it is left to ExecuTorch.
+    Returns the reason for each node it untags."""
+    members: dict[str, list[Node]] = {}
+    for node in ep.graph.nodes:
+        if "delegation_tag" in node.meta:
+            members.setdefault(node.meta["delegation_tag"], []).append(node)
+    reasons = {}
+    for tag, nodes in members.items():
+        inputs = {source for node in nodes for source in node.all_input_nodes}
+        inputs = {source for source in inputs if source.meta.get("delegation_tag") != tag}
+        given = {symbol for source in inputs for symbol in _sizes_given_one_to_one(ep, source)}
+        missing = sorted({str(s) for node in nodes for s in _sizes_used(ep, node)} - {str(s) for s in given})
+        if not missing:
+            continue
+        reason = f"dynamic size {missing[0]} is given by no input dim of its partition one to one"
+        for node in nodes:
+            del node.meta["delegation_tag"]
+            reasons[node.name] = reason
+    return reasons
+
+
+def _symbolic_dims(ep: ExportedProgram, node: Node) -> list[SymDim]:
+    values = node.meta.get("val")
+    values = values if isinstance(values, (tuple, list)) else [values]
+    sizes = [size for value in values if isinstance(value, torch.Tensor) for size in value.shape]
+    sizes += [value for value in values if isinstance(value, torch.SymInt)]
+    try:
+        dims = concrete_dims(sizes, ep.range_constraints, "max", size_one=True)
+    except Unsupported:  # unbounded: no rule claims such a node, and it gives no size
+        return []
+    return [dim for dim in dims if isinstance(dim, SymDim)]
+
+
+def _sizes_used(ep: ExportedProgram, node: Node) -> set[object]:
+    return {symbol for dim in _symbolic_dims(ep, node) for symbol in dim.expr.free_symbols}
+
+
+def _sizes_given_one_to_one(ep: ExportedProgram, node: Node) -> set[object]:
+    if not isinstance(node.meta.get("val"), torch.Tensor):
+        return set()  # the runtime reads sizes from tensors only
+    return {
+        symbol
+        for dim in _symbolic_dims(ep, node)
+        for symbol in dim.expr.free_symbols
+        if len(dim.expr.free_symbols) == 1 and gives_size_one_to_one(dim.expr, symbol, dim.bounds[symbol])
+    }
 
 
 def _is_shared_size(node: Node) -> bool:
@@ -124,6 +176,7 @@ class OneDnnPartitioner(Partitioner):
             for node in partition.nodes:
                 node.meta["delegation_tag"] = f"onednn_{partition.id}"
         _leave_shared_sizes_to_executorch(exported_program.graph)
+        support.rejections.update(_leave_unreadable_sizes_to_executorch(exported_program))
         members: dict[str, list[Node]] = {}
         for node in exported_program.graph.nodes:
             if "delegation_tag" in node.meta:

@@ -38,25 +38,18 @@ std::unique_ptr<CompiledGraph> DelegateGraph::build(const Sizes& sizes, const ru
   return CompiledGraph::build(specialize(payload_, values), named_data, &shared_);
 }
 
-// Each dynamic size is the only one, one to one, in some graph input dim's expression (the payload
-// parser checks it); the first such dim gives it.
+// validate_dynamic_shapes() found, for each dynamic size, a graph input dim that gives it one to one.
 void DelegateGraph::find_size_sources() {
-  size_sources_.resize(payload_.symbols.size());
-  std::vector<bool> found(payload_.symbols.size(), false);
-  for (const SymbolicDim& entry : payload_.symbolic_dims) {
-    const int64_t symbol = single_symbol(entry.code);
+  size_sources_.clear();
+  for (const uint32_t index : payload_.size_sources) {
+    const SymbolicDim& entry = payload_.symbolic_dims[index];
     const auto position = std::find(payload_.inputs.begin(), payload_.inputs.end(), entry.value);
-    if (symbol < 0 || found[symbol] || position == payload_.inputs.end() ||
-        !gives_size_one_to_one(entry.code, symbol, payload_.symbols[static_cast<size_t>(symbol)])) {
-      continue;
-    }
-    found[symbol] = true;
-    size_sources_[symbol] = {
-        static_cast<size_t>(position - payload_.inputs.begin()),
-        payload_.values[entry.value].dims.size(),
-        entry.dim,
-        &entry.code,
-        entry.code.size() == 2};
+    size_sources_.push_back(
+        {static_cast<size_t>(position - payload_.inputs.begin()),
+         payload_.values[entry.value].dims.size(),
+         entry.dim,
+         &entry.code,
+         entry.code.size() == 2});
   }
 }
 

@@ -162,7 +162,7 @@ bool gives_size_one_to_one(const std::vector<int64_t>& code, int64_t symbol, con
   return true;
 }
 
-void validate_dynamic_shapes(const Payload& payload) {
+void validate_dynamic_shapes(Payload& payload) {
   const size_t num_symbols = payload.symbols.size();
   std::vector<int64_t> upper;
   for (size_t s = 0; s < num_symbols; ++s) {
@@ -178,7 +178,9 @@ void validate_dynamic_shapes(const Payload& payload) {
   }
   std::set<std::pair<uint32_t, uint32_t>> seen;
   std::vector<bool> given_by_input(num_symbols, false);
-  for (const SymbolicDim& entry : payload.symbolic_dims) {
+  payload.size_sources.assign(num_symbols, 0);
+  for (uint32_t index = 0; index < payload.symbolic_dims.size(); ++index) {
+    const SymbolicDim& entry = payload.symbolic_dims[index];
     ODNN_CHECK(entry.value < payload.values.size(), "symbolic dim of unknown value %u", entry.value);
     const ValueRecord& value = payload.values[entry.value];
     ODNN_CHECK(!value.is_constant, "value %u: a constant cannot have a dynamic dim", entry.value);
@@ -206,6 +208,7 @@ void validate_dynamic_shapes(const Payload& payload) {
         std::find(payload.inputs.begin(), payload.inputs.end(), entry.value) != payload.inputs.end() &&
         gives_size_one_to_one(entry.code, symbol, payload.symbols[static_cast<size_t>(symbol)])) {
       given_by_input[static_cast<size_t>(symbol)] = true;
+      payload.size_sources[static_cast<size_t>(symbol)] = index;
     }
   }
   for (size_t s = 0; s < num_symbols; ++s) {
@@ -244,6 +247,7 @@ Payload specialize(const Payload& generic, const std::vector<int64_t>& symbols) 
   Payload concrete = generic;
   concrete.symbols.clear();
   concrete.symbolic_dims.clear();
+  concrete.size_sources.clear();
   for (const SymbolicDim& entry : generic.symbolic_dims) {
     int64_t dim = 0;
     if (!evaluate_dim(entry.code, symbols.data(), symbols.size(), dim) || dim < 1) {

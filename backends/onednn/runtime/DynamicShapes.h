@@ -41,8 +41,8 @@ bool gives_size_one_to_one(const std::vector<int64_t>& code, int64_t symbol, con
 // Checks the dynamic-shape section of a parsed payload: well-formed codes, a symbolic dim only on
 // activations, every symbol the only one in some graph input dim's expression that gives it one to one
 // (gives_size_one_to_one), stored dims equal to the expressions at
-// every symbol's max. Throws InitError.
-void validate_dynamic_shapes(const Payload& payload);
+// every symbol's max. Records each symbol's first such dim in payload.size_sources. Throws InitError.
+void validate_dynamic_shapes(Payload& payload);
 
 // The payload with every symbolic dim evaluated at `symbols` (a static payload). Throws InitError
 // (InvalidArgument) when a dim comes out below 1.

@@ -86,6 +86,9 @@ struct Payload {
   // graph input i is the i-th of the other inputs.
   std::vector<uint32_t> size_args;
   std::vector<SymbolicAttribute> symbolic_attributes; // slice offsets that depend on a size, ...
+  // Not in the bytes: for each symbol, the index in symbolic_dims of the graph input dim that gives it
+  // one to one (filled by validate_dynamic_shapes, read by execute()).
+  std::vector<uint32_t> size_sources;
 };
 
 // Number of elements of `dims`; throws when it is absurdly large (> 2^40).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 
 import sympy
@@ -155,21 +156,21 @@ def same_dims(a: Sequence[int], b: Sequence[int]) -> bool:
 
 def smallest(a: int, b: int) -> int:
     """min(a, b) that stays right at every size (a plain min compares the values at the maximum)."""
-    pairs = _pairs(a, b)
-    if pairs is not None and all(x <= y for x, y in pairs):
-        return a  # a slice clamped to its dim keeps a short expression
-    if pairs is not None and all(y <= x for x, y in pairs):
-        return b
-    return dim_of(min(int(a), int(b)), sympy.Min(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
+    return _extreme(a, b, operator.le, min, sympy.Min)
 
 
 def largest(a: int, b: int) -> int:
+    """max(a, b) that stays right at every size."""
+    return _extreme(a, b, operator.ge, max, sympy.Max)
+
+
+def _extreme(a: int, b: int, before: Callable[[int, int], bool], pick: Callable, symbolic: Callable) -> int:
     pairs = _pairs(a, b)
-    if pairs is not None and all(x >= y for x, y in pairs):
-        return a
-    if pairs is not None and all(y >= x for x, y in pairs):
+    if pairs is not None and all(before(x, y) for x, y in pairs):
+        return a  # a slice clamped to its dim keeps a short expression
+    if pairs is not None and all(before(y, x) for x, y in pairs):
         return b
-    return dim_of(max(int(a), int(b)), sympy.Max(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
+    return dim_of(pick(int(a), int(b)), symbolic(_expr(a), _expr(b)), {**_bounds(a), **_bounds(b)})
 
 
 def gives_size_one_to_one(expr: sympy.Expr, symbol: sympy.Symbol, bounds: tuple[int, int]) -> bool:

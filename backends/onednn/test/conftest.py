@@ -19,6 +19,10 @@ if str(REPO_ROOT) not in sys.path:
 # BackendDetails subclass of that name it finds last. Point the name at the one package instead.
 sys.modules.setdefault("onednn", importlib.import_module("executorch.backends.onednn"))
 
+import cia_materialization  # noqa: E402  (after sys.path: it lives next to this file)
+
+cia_materialization.install()
+
 # The spawned worker that runs programs re-imports from these paths too.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(REPO_ROOT), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")) if p

@@ -55,3 +55,32 @@ def test_counts_separate_delegated_passes_and_classify_failures() -> None:
 @pytest.mark.parametrize("value, expected", [("onednn=700", {"onednn": 700}), ("onednn_bf16", {"onednn_bf16": 0})])
 def test_requirements_parse(value: str, expected: dict[str, int]) -> None:
     assert run_suite.parse_requirements([value]) == expected
+
+
+def test_a_delegation_lost_since_the_recorded_run_is_reported_test_by_test() -> None:
+    def test(nodeid: str, *subtests: dict[str, str]) -> dict[str, object]:
+        return {"nodeid": nodeid, "metadata": {"subtests": [{**s, "Subtest": i} for i, s in enumerate(subtests)]}}
+
+    report = {
+        "tests": [
+            test("a.py::t[onednn]", subtest("onednn", "Pass"), subtest("onednn", "Pass", delegated=False)),
+            test("b.py::t[onednn]", subtest("onednn", "Fail", "Output Mismatch")),
+        ]
+    }
+    assert run_suite.delegated_passes(report) == {"a.py::t[onednn]#0"}
+    recorded = {"a.py::t[onednn]#0", "a.py::t[onednn]#1", "b.py::t[onednn]#0", "c.py::t[onednn]#0"}
+    # c.py did not run (another shard): only what ran is held to the record.
+    assert run_suite.lost_delegations(report, recorded) == ["a.py::t[onednn]#1", "b.py::t[onednn]#0"]
+
+
+def test_shards_split_the_tests_between_them_by_id() -> None:
+    import suite_plugin
+
+    ids = [f"executorch/backends/test/suite/operators/test_{n}.py::test_{n}[onednn]" for n in range(300)]
+    shards = [[i for i in ids if suite_plugin.in_shard(i, f"{k}/3")] for k in range(3)]
+    assert sorted(i for shard in shards for i in shard) == sorted(ids)
+    assert all(60 < len(shard) < 140 for shard in shards)
+    assert run_suite.parse_shard("0/3") == "0/3"
+    for bad in ("3/3", "1", "a/b"):
+        with pytest.raises(Exception, match="expected K/N"):
+            run_suite.parse_shard(bad)

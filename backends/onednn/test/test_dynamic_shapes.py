@@ -420,6 +420,64 @@ def test_a_size_used_by_two_partitions_is_left_to_executorch() -> None:
             assert not mismatch(str(x.shape), result, [model(x)], 1e-5)
 
 
+class PaddedToWholeBlocks(nn.Module):
+    """A sequence padded to whole blocks of 8 by an op we leave to ExecuTorch (fmod): the ReLU's
+    partition then sees only the padded length, 8 * ((s + 7) // 8), which is 8 for s = 1..8 (a Swin
+    window mask's pieces)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        padded = F.pad(x, (0, (8 - x.shape[1] % 8) % 8))
+        return torch.fmod(padded, 0.75).relu()
+
+
+def test_a_partition_whose_inputs_give_a_size_many_to_one_is_left_to_executorch() -> None:
+    model = PaddedToWholeBlocks().eval()
+    shapes = ({1: Dim("length", min=1, max=40)},)
+    lowered = lower(model, (torch.randn(2, 20),), dynamic_shapes=shapes)
+    reasons = lowered.partitioner.rejections
+    relu = next(name for name in reasons if "relu" in name)
+    assert "one to one" in reasons[relu] and "aten::relu" in lowered.undelegated_compute, lowered.describe()
+    inputs = [(torch.randn(2, n),) for n in (1, 40, 13)]
+    for (x,), result in zip(inputs, execute_each(lowered.buffer, inputs)):
+        assert not isinstance(result, str), result
+        assert not mismatch(str(x.shape), result, [model(x)], 1e-6)
+
+
+class PatchMerging(nn.Module):
+    """Swin's patch merging: every other row and column of a map padded to even sizes, side by side."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.pad(x, (0, 0, 0, x.shape[2] % 2, 0, x.shape[1] % 2))
+        parts = [x[:, i::2, j::2, :] for i, j in ((0, 0), (1, 0), (0, 1), (1, 1))]
+        return torch.cat(parts, -1).relu()
+
+
+def test_every_other_row_of_a_dynamic_dim_is_delegated() -> None:
+    """A constant list of rows (how a stepped slice of a static dim is gathered) cannot follow a dynamic
+    size: the dim is split into (rows // 2, 2) and one column taken."""
+    torch.manual_seed(5)
+    shapes = ({1: Dim("height", min=1, max=12), 2: Dim("width", min=1, max=12)},)
+    inputs = [(torch.randn(1, h, w, 3),) for h, w in ((1, 1), (12, 12), (7, 4), (5, 9))]
+    failures = run_at_sizes(PatchMerging().eval(), (torch.randn(1, 6, 6, 3),), shapes, inputs)
+    assert not failures, failures
+
+
+class EveryThirdRow(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, 1::3].relu()
+
+
+def test_a_step_that_does_not_divide_a_dynamic_dim_is_left_to_executorch() -> None:
+    model = EveryThirdRow().eval()
+    lowered = lower(model, (torch.randn(2, 12),), dynamic_shapes=({1: 4 * Dim("fours", min=2, max=5)},))
+    slices = [reason for name, reason in lowered.partitioner.rejections.items() if "slice" in name]
+    assert slices and "not a multiple of 3" in slices[0], lowered.describe()
+    inputs = [(torch.randn(2, n),) for n in (8, 20, 12)]
+    for (x,), result in zip(inputs, execute_each(lowered.buffer, inputs)):
+        assert not isinstance(result, str), result
+        assert not mismatch(str(x.shape), result, [model(x)], 1e-6)
+
+
 class SqueezeExcitation(nn.Module):
     """A feature map scaled by channel weights computed from its mean: at a 1x1 map the scaling is no
     longer a broadcast, which must not change how it is fused (RegNet's blocks)."""

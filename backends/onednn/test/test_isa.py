@@ -19,6 +19,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 CHILD = textwrap.dedent(
     """
     import sys, torch
+    import cia_materialization  # the tests' export speed-up (conftest's)
+    cia_materialization.install()
     import executorch.backends.onednn as onednn
     if sys.argv[1] != "env":
         onednn.set_max_isa(sys.argv[1])

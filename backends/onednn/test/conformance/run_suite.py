@@ -7,6 +7,11 @@ runs the suite from the installed wheel with our flows registered (`suite_plugin
 report, the suite's own markdown summary per flow (`generate_markdown_summary_json.py`), and a table of
 per-flow counts that separates passes with our delegate in the program from passes without it.
 `--require FLOW=N` fails the run unless FLOW had no failed subtest and at least N delegated passes.
+
+`--shard K/N` runs only the tests whose id hashes to K of N (CI runs a third: the whole suite takes 13
+minutes on 2 cores). `--record-delegated FILE` writes the ids of the delegated passes; `--expect-delegated
+FILE` fails the run when a subtest listed there ran and was not a delegated pass, so that a shard guards
+delegation test by test.
 """
 
 from __future__ import annotations
@@ -70,12 +75,18 @@ def site_packages() -> Path:
     return Path(executorch.exir.__file__).resolve().parents[2]
 
 
-def run_pytest(suite: str, flows: list[str], report: Path, workers: int, keyword: str | None) -> int:
+def run_pytest(suite: str, flows: list[str], report: Path, workers: int, keyword: str | None, shard: str | None) -> int:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
+    # HERE holds the plugin and our flows; its parent the tester they use.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")) if p)
+    if shard:
+        env["ONEDNN_SUITE_SHARD"] = shard
     root = site_packages()
     command = [sys.executable, "-m", "pytest", "-c", os.devnull, "--rootdir", str(root), "-p", "suite_plugin"]
-    command += ["-p", "no:cacheprovider", "-q", "-m", " or ".join(f"flow_{f}" for f in flows)]
+    # A module whose imports fail (the model suite's torchaudio tests without torchaudio) is reported,
+    # not allowed to stop the others.
+    command += ["-p", "no:cacheprovider", "-q", "--continue-on-collection-errors"]
+    command += ["-m", " or ".join(f"flow_{f}" for f in flows)]
     command += [f"executorch/backends/test/suite/{suite}", "--json-report", f"--json-report-file={report}"]
     if workers > 1:
         command += ["-n", str(workers)]
@@ -83,6 +94,36 @@ def run_pytest(suite: str, flows: list[str], report: Path, workers: int, keyword
         command += ["-k", keyword]
     print("+", " ".join(command), flush=True)
     return subprocess.call(command, cwd=root, env=env)
+
+
+def subtest_id(test: dict[str, object], subtest: dict[str, object]) -> str:
+    return f"{test['nodeid']}#{subtest['Subtest']}"
+
+
+def delegated_passes(report: dict[str, object]) -> set[str]:
+    return {
+        subtest_id(test, subtest)
+        for test in report["tests"]  # type: ignore[attr-defined]
+        for subtest in test.get("metadata", {}).get("subtests", [])
+        if subtest.get("Result") == "Pass" and subtest.get("Delegated") == "True"
+    }
+
+
+def lost_delegations(report: dict[str, object], expected: set[str]) -> list[str]:
+    """The subtests of `expected` that ran and were not delegated passes."""
+    ran = {
+        subtest_id(test, subtest)
+        for test in report["tests"]  # type: ignore[attr-defined]
+        for subtest in test.get("metadata", {}).get("subtests", [])
+    }
+    return sorted((ran & expected) - delegated_passes(report))
+
+
+def parse_shard(value: str) -> str:
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"--shard {value}: expected K/N with 0 <= K < N")
+    return value
 
 
 def count_by_flow(report: dict[str, object], flows: list[str]) -> dict[str, FlowCounts]:
@@ -139,8 +180,10 @@ def summary_markdown(suite: str, counts: dict[str, FlowCounts], report: dict[str
     for flow, c in counts.items():
         cells = [str(c.by_category[key]) for key, _ in CATEGORIES]
         lines.append(f"| {flow} | {c.subtests} | " + " | ".join(cells) + " |")
-    for flow in counts:
-        lines += ["", f"## Flow `{flow}`: the suite's summary", "", suite_markdown(report, flow)]
+    for flow, c in counts.items():
+        ran = c.subtests - c.by_category["skipped"]  # the suite's summary divides by this
+        summary = suite_markdown(report, flow) if ran else "No subtest ran."
+        lines += ["", f"## Flow `{flow}`: the suite's summary", "", summary]
     return "\n".join(lines) + "\n"
 
 
@@ -167,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FLOW=N",
         help="fail unless FLOW had no failure and at least N delegated passes",
     )
+    parser.add_argument("--shard", type=parse_shard, help="K/N: only the tests whose id hashes to K of N")
+    parser.add_argument("--record-delegated", type=Path, help="write the ids of the delegated passes here")
+    parser.add_argument(
+        "--expect-delegated", type=Path, help="fail if a subtest listed in this file ran and was not delegated"
+    )
     args = parser.parse_args(argv)
     flows = [f for f in args.flows.split(",") if f]
     required = parse_requirements(args.require)
@@ -174,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = (args.out / f"{args.suite}.json").resolve()
-    run_pytest(args.suite, flows, report_path, args.workers, args.keyword)
+    run_pytest(args.suite, flows, report_path, args.workers, args.keyword, args.shard)
     if not report_path.exists():
         print(f"pytest wrote no report to {report_path}", file=sys.stderr)
         return 2
@@ -187,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         args.write_md.write_text(markdown)
     print(markdown.split("\n## ")[0])
 
+    if args.record_delegated:
+        args.record_delegated.write_text("".join(f"{key}\n" for key in sorted(delegated_passes(report))))
     problems = []
+    if args.expect_delegated:
+        expected = set(args.expect_delegated.read_text().split())
+        problems += [f"{key}: delegated in the recorded run, not now" for key in lost_delegations(report, expected)]
     for flow, minimum in required.items():
         c = counts[flow]
         if c.failed:

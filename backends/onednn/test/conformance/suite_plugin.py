@@ -8,9 +8,13 @@ offers no registration hook; plugins named with `-p` load before any conftest, s
 from __future__ import annotations
 
 import importlib.util
+import os
+import zlib
 from pathlib import Path
 
+import cia_materialization
 import executorch.backends.test.suite.flow as suite_flow
+import pytest
 import torch
 from flows import ONEDNN_FLOWS
 
@@ -40,5 +44,21 @@ def _declare_torchvision_ops_if_unloadable() -> None:
         torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
 
 
+def in_shard(nodeid: str, shard: str) -> bool:
+    """Whether test `nodeid` belongs to shard "K/N" (by a hash of its id: the same tests every run)."""
+    index, _, count = shard.partition("/")
+    return zlib.crc32(nodeid.encode()) % int(count) == int(index)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = os.environ.get("ONEDNN_SUITE_SHARD")
+    if not shard:
+        return
+    kept = [item for item in items if in_shard(item.nodeid, shard)]
+    config.hook.pytest_deselected(items=[item for item in items if not in_shard(item.nodeid, shard)])
+    items[:] = kept
+
+
 suite_flow.all_flows = _all_flows_with_onednn
+cia_materialization.install()
 _declare_torchvision_ops_if_unloadable()

@@ -1,0 +1,29 @@
+"""The test-only cache of torch.export's CIA walk (cia_materialization.py) changes no result."""
+
+from __future__ import annotations
+
+import cia_materialization
+import torch
+import torch._export.utils as export_utils
+
+
+def test_the_cache_is_installed_and_collects_what_torch_collects() -> None:
+    assert export_utils._materialize_cpp_cia_ops is cia_materialization._materialize_when_registrations_change
+    cached = export_utils._collect_all_valid_cia_ops()
+    export_utils._materialize_cpp_cia_ops = cia_materialization._walk_registrations
+    try:
+        assert export_utils._collect_all_valid_cia_ops() == cached
+    finally:
+        cia_materialization.install()
+
+
+def test_an_op_registered_later_is_still_found() -> None:
+    export_utils._collect_all_valid_cia_ops()  # the walk is now cached
+    library = torch.library.Library("onednn_cia_test", "DEF")
+    library.define("twice(Tensor x) -> Tensor")
+    library.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
+    try:
+        names = {op.name() for op in export_utils._collect_all_valid_cia_ops()}
+        assert "onednn_cia_test::twice" in names
+    finally:
+        library._destroy()
