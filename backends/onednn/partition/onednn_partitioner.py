@@ -70,17 +70,22 @@ def _leave_shared_sizes_to_executorch(graph: torch.fx.Graph) -> None:
             frontier.extend(node.users)
 
 
+def _partitions(graph: torch.fx.Graph) -> dict[str, list[Node]]:
+    """The tagged nodes by delegation tag, in graph order."""
+    members: dict[str, list[Node]] = {}
+    for node in graph.nodes:
+        if "delegation_tag" in node.meta:
+            members.setdefault(node.meta["delegation_tag"], []).append(node)
+    return members
+
+
 def _leave_unreadable_sizes_to_executorch(ep: ExportedProgram) -> dict[str, str]:
     """The runtime reads each dynamic size from an input dim that gives it one to one (FORMAT.md). A
     partition whose inputs give some size only many to one (a window mask padded to a multiple of 8,
     `8 * ((s + 7) // 8)`, is the same for several s) could not be lowered: it is left to ExecuTorch.
     Returns the reason for each node it untags."""
-    members: dict[str, list[Node]] = {}
-    for node in ep.graph.nodes:
-        if "delegation_tag" in node.meta:
-            members.setdefault(node.meta["delegation_tag"], []).append(node)
     reasons = {}
-    for tag, nodes in members.items():
+    for tag, nodes in _partitions(ep.graph).items():
         inputs = {source for node in nodes for source in node.all_input_nodes}
         inputs = {source for source in inputs if source.meta.get("delegation_tag") != tag}
         given = {symbol for source in inputs for symbol in _sizes_given_one_to_one(ep, source)}
@@ -177,12 +182,8 @@ class OneDnnPartitioner(Partitioner):
                 node.meta["delegation_tag"] = f"onednn_{partition.id}"
         _leave_shared_sizes_to_executorch(exported_program.graph)
         support.rejections.update(_leave_unreadable_sizes_to_executorch(exported_program))
-        members: dict[str, list[Node]] = {}
-        for node in exported_program.graph.nodes:
-            if "delegation_tag" in node.meta:
-                members.setdefault(node.meta["delegation_tag"], []).append(node)
         tags = {}
-        for tag, nodes in members.items():
+        for tag, nodes in _partitions(exported_program.graph).items():
             if all(_free_in_executorch(exported_program, node) for node in nodes):
                 for node in nodes:
                     del node.meta["delegation_tag"]

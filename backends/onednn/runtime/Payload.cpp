@@ -1,5 +1,6 @@
 #include "Payload.h"
 
+#include <array>
 #include <cstring>
 
 #include "DynamicShapes.h"
@@ -256,7 +257,7 @@ void read_dynamic_shapes(ByteReader& reader, Payload& payload) {
   const uint32_t num_symbols = reader.u32("num_symbols");
   ODNN_CHECK(
       num_symbols >= 1 && num_symbols <= kMaxSymbols,
-      "%u dynamic sizes (a version 2 payload has 1 to %u)",
+      "%u dynamic sizes (a payload has 1 to %u)",
       num_symbols,
       kMaxSymbols);
   for (uint32_t s = 0; s < num_symbols; ++s) {
@@ -459,6 +460,25 @@ double StepRecord::float_scalar(std::string_view name) const {
   return floats(name, 1)[0];
 }
 
+uint32_t crc32(const uint8_t* data, size_t size) noexcept {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> entries{};
+    for (uint32_t byte = 0; byte < 256; ++byte) {
+      uint32_t remainder = byte;
+      for (int bit = 0; bit < 8; ++bit) {
+        remainder = (remainder & 1u) != 0 ? 0xEDB88320u ^ (remainder >> 1) : remainder >> 1;
+      }
+      entries[byte] = remainder;
+    }
+    return entries;
+  }();
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i) {
+    crc = table[(crc ^ data[i]) & 0xFFu] ^ (crc >> 8);
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
 Payload parse_payload(const uint8_t* data, size_t size) {
   ODNN_CHECK(data != nullptr, "payload is null");
   ByteReader reader(data, size);
@@ -467,17 +487,22 @@ Payload parse_payload(const uint8_t* data, size_t size) {
   reader.u32("magic");
   const uint32_t version = reader.u32("version");
   ODNN_CHECK(
-      version == kVersion || version == kVersionDynamic,
-      "unsupported payload version %u (this runtime reads %u and %u)",
+      version == kVersion,
+      "unsupported payload version %u (this runtime reads version %u: export the program again)",
       version,
-      kVersion,
-      kVersionDynamic);
+      kVersion);
   const uint64_t total_size = reader.u64("total_size");
   ODNN_CHECK(
       total_size == size,
       "total_size %llu does not match the blob size %zu",
       static_cast<unsigned long long>(total_size),
       size);
+  const uint32_t checksum = reader.u32("checksum");
+  ODNN_CHECK(
+      crc32(data + kChecksummedFrom, size - kChecksummedFrom) == checksum,
+      "checksum mismatch: the payload is damaged");
+  const uint32_t flags = reader.u32("flags");
+  ODNN_CHECK((flags & ~kFlagDynamic) == 0, "unknown header flags 0x%x", flags);
   const uint32_t num_values = reader.u32("num_values");
   const uint32_t num_steps = reader.u32("num_steps");
   const uint32_t num_inputs = reader.u32("num_inputs");
@@ -494,7 +519,7 @@ Payload parse_payload(const uint8_t* data, size_t size) {
   for (uint32_t index = 0; index < num_steps; ++index) {
     payload.steps.push_back(read_step(reader, index, num_values));
   }
-  if (version == kVersionDynamic) {
+  if ((flags & kFlagDynamic) != 0) {
     read_dynamic_shapes(reader, payload);
   }
   ODNN_CHECK(reader.remaining() == 0, "%zu trailing bytes after the payload", reader.remaining());

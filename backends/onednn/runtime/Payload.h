@@ -97,6 +97,10 @@ int64_t element_count(const std::vector<int64_t>& dims);
 // Number of binary post-ops a step declares (each takes one extra input).
 size_t binary_post_op_count(const StepRecord& step);
 
+// CRC-32 (IEEE 802.3, zlib's crc32) of `size` bytes: the payload's checksum over its bytes from
+// kChecksummedFrom on.
+uint32_t crc32(const uint8_t* data, size_t size) noexcept;
+
 Payload parse_payload(const uint8_t* data, size_t size);
 
 } // namespace executorch::backends::onednn

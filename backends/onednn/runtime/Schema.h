@@ -8,10 +8,12 @@
 namespace executorch::backends::onednn {
 
 inline constexpr char kMagic[4] = {'O', 'D', 'N', 'N'};
-// Version 1: every dim is static. Version 2 adds the dynamic-shape section after the steps.
-inline constexpr uint32_t kVersion = 1;
-inline constexpr uint32_t kVersionDynamic = 2;
-inline constexpr size_t kHeaderSize = 32;
+// Version 3 (1 and 2 had no checksum and are no longer read). The header's CRC-32 covers every byte
+// from kChecksummedFrom on; flag kFlagDynamic says the dynamic-shape section follows the steps.
+inline constexpr uint32_t kVersion = 3;
+inline constexpr size_t kHeaderSize = 40;
+inline constexpr size_t kChecksummedFrom = 20;
+inline constexpr uint32_t kFlagDynamic = 1;
 inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxRank = 6;
 inline constexpr uint32_t kMaxStringLength = 1024;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TypeVar
@@ -12,14 +13,14 @@ import sympy
 import torch
 
 from .schema import (
-    HEADER_SIZE,
+    CHECKSUMMED_FROM,
+    FLAG_DYNAMIC,
     HOST_INDEX_STEPS,
     MAGIC,
     MAX_RANK,
     MAX_SYMBOLS,
     NO_VALUE,
     VERSION,
-    VERSION_DYNAMIC,
     DType,
     Layout,
     StepKind,
@@ -235,17 +236,10 @@ def serialize(graph: Graph) -> bytes:
                 body.raw(struct.pack(f"<{len(data)}{fmt}", *stored))
     if bounds:
         _write_dynamic_shapes(body, graph, bounds)
-    payload = b"".join(body.parts)
-    header = MAGIC + struct.pack(
-        "<IQIIII",
-        VERSION_DYNAMIC if bounds else VERSION,
-        HEADER_SIZE + len(payload),
-        len(graph.values),
-        len(graph.steps),
-        len(graph.inputs),
-        len(graph.outputs),
-    )
-    return header + payload
+    counts = (len(graph.values), len(graph.steps), len(graph.inputs), len(graph.outputs))
+    checksummed = struct.pack("<5I", FLAG_DYNAMIC if bounds else 0, *counts) + b"".join(body.parts)
+    header = MAGIC + struct.pack("<IQI", VERSION, CHECKSUMMED_FROM + len(checksummed), zlib.crc32(checksummed))
+    return header + checksummed
 
 
 class _Reader:
@@ -316,11 +310,16 @@ def deserialize(data: bytes) -> Graph:
     (magic,) = reader.take("<4s")
     if magic != MAGIC:
         raise PayloadError(f"bad magic {magic!r}")
-    version, total, n_values, n_steps, n_inputs, n_outputs = reader.take("<IQIIII")
-    if version not in (VERSION, VERSION_DYNAMIC):
-        raise PayloadError(f"unsupported payload version {version}")
+    version, total, checksum = reader.take("<IQI")
+    if version != VERSION:
+        raise PayloadError(f"unsupported payload version {version} (this reader knows {VERSION}: export it again)")
     if total != len(data):
         raise PayloadError(f"payload says {total} bytes, got {len(data)}")
+    if zlib.crc32(data[CHECKSUMMED_FROM:]) != checksum:
+        raise PayloadError("checksum mismatch: the payload is damaged")
+    flags, n_values, n_steps, n_inputs, n_outputs = reader.take("<5I")
+    if flags & ~FLAG_DYNAMIC:
+        raise PayloadError(f"unknown header flags {flags:#x}")
     graph = Graph()
     graph.inputs = list(reader.take(f"<{n_inputs}I"))
     graph.outputs = list(reader.take(f"<{n_outputs}I"))
@@ -345,7 +344,7 @@ def deserialize(data: bytes) -> Graph:
             else:
                 raise PayloadError(f"attribute {name} has unknown type {code}")
         graph.steps.append(step)
-    if version == VERSION_DYNAMIC:
+    if flags & FLAG_DYNAMIC:
         _read_dynamic_shapes(reader, graph)
     if reader.offset != len(data):
         raise PayloadError(f"{len(data) - reader.offset} trailing bytes")

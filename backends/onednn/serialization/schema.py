@@ -5,11 +5,12 @@ from enum import IntEnum
 import torch
 
 MAGIC = b"ODNN"
-VERSION = 1
-VERSION_DYNAMIC = 2  # version 1 plus the dynamic-shape section, written only when a dim is dynamic
+VERSION = 3  # 1 and 2 had no checksum; a runtime reads only this one
+FLAG_DYNAMIC = 1  # header flag: the dynamic-shape section follows the steps
 NO_VALUE = 0xFFFFFFFF
 MAX_RANK = 6
-HEADER_SIZE = 32
+HEADER_SIZE = 40
+CHECKSUMMED_FROM = 20  # the CRC-32 covers every byte after its own field: flags, counts and body
 
 
 class DType(IntEnum):

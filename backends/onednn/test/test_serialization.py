@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import struct
+import zlib
 
 import pytest
 import torch
 from executorch.backends.onednn.serialization.payload import Graph, PayloadError, Step, Value, deserialize, serialize
 from executorch.backends.onednn.serialization.schema import (
+    CHECKSUMMED_FROM,
     HEADER_SIZE,
     MAGIC,
     NO_VALUE,
     VERSION,
-    VERSION_DYNAMIC,
     DType,
     Layout,
     StepKind,
@@ -54,6 +55,12 @@ def assert_same_graph(a: Graph, b: Graph) -> None:
     ]
 
 
+def resealed(data: bytearray) -> bytes:
+    """`data` with its checksum recomputed: the parser's later checks see the corruption."""
+    struct.pack_into("<I", data, CHECKSUMMED_FROM - 4, zlib.crc32(data[CHECKSUMMED_FROM:]))
+    return bytes(data)
+
+
 def test_hand_built_graph_round_trips() -> None:
     graph = small_graph()
     data = serialize(graph)
@@ -79,7 +86,24 @@ def test_bad_magic_is_rejected() -> None:
         deserialize(bytes(data))
 
 
-@pytest.mark.parametrize("version", [0, VERSION_DYNAMIC + 1, 0xFFFFFFFF])
+def test_a_changed_byte_is_caught_by_the_checksum() -> None:
+    data = serialize(small_graph())
+    for offset in range(CHECKSUMMED_FROM - 4, len(data)):
+        corrupt = bytearray(data)
+        corrupt[offset] ^= 0x01
+        with pytest.raises(PayloadError, match="checksum"):
+            deserialize(bytes(corrupt))
+
+
+@pytest.mark.parametrize("flags", [2, 0x80000000])
+def test_unknown_header_flags_are_rejected(flags: int) -> None:
+    data = bytearray(serialize(small_graph()))
+    struct.pack_into("<I", data, CHECKSUMMED_FROM, flags)
+    with pytest.raises(PayloadError, match="flags"):
+        deserialize(resealed(data))
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, VERSION + 1, 0xFFFFFFFF])
 def test_unknown_version_is_rejected(version: int) -> None:
     data = bytearray(serialize(small_graph()))
     struct.pack_into("<I", data, 4, version)
@@ -95,20 +119,20 @@ def test_every_truncation_is_rejected() -> None:
 
 
 def test_every_truncation_is_rejected_even_when_total_size_agrees() -> None:
-    """The header's size field patched to match: the body's own bounds checks must catch the cut."""
+    """The header's size and checksum patched to match: the body's own bounds checks must catch the cut."""
     data = serialize(small_graph())
     for length in range(HEADER_SIZE, len(data)):
         cut = bytearray(data[:length])
         struct.pack_into("<Q", cut, 8, length)
-        with pytest.raises(PayloadError):
-            deserialize(bytes(cut))
+        with pytest.raises(PayloadError, match="truncated"):
+            deserialize(resealed(cut))
 
 
 def test_trailing_bytes_are_rejected() -> None:
     data = bytearray(serialize(small_graph()) + b"\0\0\0\0")
     struct.pack_into("<Q", data, 8, len(data))
     with pytest.raises(PayloadError, match="trailing"):
-        deserialize(bytes(data))
+        deserialize(resealed(data))
 
 
 def test_corrupt_bytes_raise_payload_error_or_parse() -> None:
@@ -132,7 +156,7 @@ def test_unknown_layout_code_is_rejected() -> None:
     assert data[first_value + 2] == Layout.NATIVE
     data[first_value + 2] = len(Layout)
     with pytest.raises(PayloadError, match="unknown Layout"):
-        deserialize(bytes(data))
+        deserialize(resealed(data))
 
 
 def test_step_referring_to_a_missing_value_is_rejected() -> None:

@@ -29,7 +29,7 @@ constexpr int64_t kWidth = 4;
 // expression of s, all stored at s = kMax.
 Model dynamic_model(std::vector<float>& bias) {
   Model model;
-  model.payload.version = 2;
+  model.payload.dynamic = true;
   const uint32_t s = model.payload.symbol(kMin, kMax);
   bias = random_values(kWidth, 3);
   const uint32_t x = model.input({kMax, kWidth});
@@ -153,7 +153,7 @@ TEST(DynamicShapesSizeArguments, IntegerArgumentsAreSkipped) {
 // x [s, 4] -> the last row x[s - 1] as a slice whose offset is an expression of s.
 TEST(DynamicShapesAttributes, SliceOffsetFollowsTheSize) {
   Model model;
-  model.payload.version = 2;
+  model.payload.dynamic = true;
   const uint32_t s = model.payload.symbol(kMin, kMax);
   const uint32_t x = model.input({kMax, kWidth});
   const uint32_t last = model.value({1, kWidth});

@@ -69,6 +69,8 @@ std::vector<uint8_t> PayloadBuilder::build() const {
   w.bytes = {'O', 'D', 'N', 'N'};
   w.u32(version);
   w.u64(0); // total_size, patched below
+  w.u32(0); // checksum, computed by seal()
+  w.u32(dynamic ? executorch::backends::onednn::kFlagDynamic : 0);
   w.u32(static_cast<uint32_t>(values_.size()));
   w.u32(static_cast<uint32_t>(steps_.size()));
   w.u32(static_cast<uint32_t>(inputs_.size()));
@@ -115,7 +117,7 @@ std::vector<uint8_t> PayloadBuilder::build() const {
       }
     }
   }
-  if (version == 2) {
+  if (dynamic) {
     w.u32(static_cast<uint32_t>(symbols_.size()));
     for (const auto& [min, max] : symbols_) {
       w.i64(min);
@@ -149,7 +151,33 @@ std::vector<uint8_t> PayloadBuilder::build() const {
   for (int i = 0; i < 8; ++i) {
     w.bytes[8 + i] = static_cast<uint8_t>(total >> (8 * i));
   }
+  seal(w.bytes);
   return w.bytes;
+}
+
+namespace {
+
+// CRC-32 (zlib's), bit by bit: written apart from the runtime's table-driven one, which the library
+// does not export.
+uint32_t crc32_bitwise(const uint8_t* data, size_t size) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+  }
+  return ~crc;
+}
+
+} // namespace
+
+void seal(std::vector<uint8_t>& bytes) {
+  using executorch::backends::onednn::kChecksummedFrom;
+  const uint32_t checksum = crc32_bitwise(bytes.data() + kChecksummedFrom, bytes.size() - kChecksummedFrom);
+  for (int i = 0; i < 4; ++i) {
+    bytes[kChecksummedFrom - 4 + i] = static_cast<uint8_t>(checksum >> (8 * i));
+  }
 }
 
 } // namespace onednn_test

@@ -46,7 +46,7 @@ class PayloadBuilder {
       std::vector<uint32_t> outputs,
       std::vector<Attr> attrs = {});
 
-  // A dynamic size (version 2): its range; returns its index.
+  // A dynamic size (with dynamic = true): its range; returns its index.
   uint32_t symbol(int64_t min, int64_t max) {
     symbols_.push_back({min, max});
     return static_cast<uint32_t>(symbols_.size() - 1);
@@ -56,15 +56,16 @@ class PayloadBuilder {
     symbolic_dims_.push_back({id, dim, std::move(code)});
   }
 
-  // Entry `index` of i64 attribute `name` of step `step` as ShapeOp code (version 2).
+  // Entry `index` of i64 attribute `name` of step `step` as ShapeOp code (with dynamic = true).
   void symbolic_attribute(uint32_t step, std::string name, uint32_t index, std::vector<int64_t> code) {
     symbolic_attributes_.push_back({step, std::move(name), index, std::move(code)});
   }
 
   std::vector<uint8_t> build() const;
 
-  uint32_t version = 1; // the dynamic-shape section is written when it is 2
-  std::vector<uint32_t> size_args; // version 2: positions of integer arguments among the inputs
+  uint32_t version = executorch::backends::onednn::kVersion;
+  bool dynamic = false; // writes the dynamic-shape section (and its header flag)
+  std::vector<uint32_t> size_args; // dynamic: positions of integer arguments among the inputs
 
  private:
   struct Value {
@@ -95,5 +96,8 @@ class PayloadBuilder {
   };
   std::vector<SymbolicAttribute> symbolic_attributes_;
 };
+
+// Recomputes the header's checksum, so that a test's hand-made corruption reaches the checks after it.
+void seal(std::vector<uint8_t>& bytes);
 
 } // namespace onednn_test

@@ -53,9 +53,29 @@ TEST(PayloadValidation, BadMagicIsRejected) {
 }
 
 TEST(PayloadValidation, UnknownVersionIsRejected) {
+  for (const uint32_t version : {1u, 2u, 4u}) { // 1 and 2: the versions before the checksum
+    Model model = valid_model();
+    model.payload.version = version;
+    EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram) << version;
+  }
+}
+
+TEST(PayloadValidation, EveryChangedByteAfterTheSizeIsCaughtByTheChecksum) {
   Model model = valid_model();
-  model.payload.version = 3;
-  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+  const auto bytes = model.payload.build();
+  for (size_t offset = 16; offset < bytes.size(); ++offset) {
+    auto changed = bytes;
+    changed[offset] ^= 0x01;
+    EXPECT_EQ(init_error(changed, &model.data), Error::InvalidProgram) << "byte " << offset;
+  }
+}
+
+TEST(PayloadValidation, UnknownHeaderFlagsAreRejected) {
+  Model model = valid_model();
+  auto bytes = model.payload.build();
+  set_u32(bytes, 20, 0x80);
+  seal(bytes);
+  EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
 }
 
 TEST(PayloadValidation, TotalSizeMismatchIsRejected) {
@@ -74,9 +94,11 @@ TEST(PayloadValidation, TruncationAtEveryOffsetIsRejected) {
   for (size_t length = 0; length < bytes.size(); ++length) {
     std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + length);
     EXPECT_NE(init_error(truncated, &model.data), Error::Ok) << "truncated to " << length;
-    // Same cut with total_size patched to match, so the field readers' bounds checks are hit.
-    if (length >= 16) {
+    // Same cut with total_size and the checksum patched to match, so the field readers' bounds checks
+    // are hit.
+    if (length >= 20) {
       set_u64(truncated, 8, length);
+      seal(truncated);
       EXPECT_NE(init_error(truncated, &model.data), Error::Ok)
           << "truncated to " << length << " with matching total_size";
     }
@@ -86,7 +108,8 @@ TEST(PayloadValidation, TruncationAtEveryOffsetIsRejected) {
 TEST(PayloadValidation, OutOfRangeValueIdIsRejected) {
   Model model = valid_model();
   auto bytes = model.payload.build();
-  set_u32(bytes, 32, 1000); // the first graph input id
+  set_u32(bytes, 40, 1000); // the first graph input id
+  seal(bytes);
   EXPECT_EQ(init_error(bytes, &model.data), Error::InvalidProgram);
 
   Model step_model = valid_model();
