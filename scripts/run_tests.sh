@@ -22,7 +22,7 @@ workers=$(( $(nproc) < 4 ? $(nproc) : 4 ))
 python -m pytest -n "$workers" backends/onednn/test "$@"
 
 # ExecuTorch's backend conformance suite, operator tests, our fp32 flow: a third of its tests (the whole
-# suite takes 13 minutes on 2 cores, which would bring CI to 27 of its 30), no failure of any kind, and
+# suite takes 13 minutes on 2 cores, which would bring CI to 27-30 of its 30), no failure of any kind, and
 # every subtest the last full run delegated (delegated_operators.txt, from --record-delegated) delegated
 # and passing.
 echo "== Backend conformance suite (operators, flow onednn, shard 0/3)"
