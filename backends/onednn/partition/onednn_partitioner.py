@@ -6,6 +6,7 @@ import logging
 import warnings
 from collections.abc import Callable
 
+import sympy
 import torch
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
@@ -89,10 +90,10 @@ def _leave_unreadable_sizes_to_executorch(ep: ExportedProgram) -> dict[str, str]
         inputs = {source for node in nodes for source in node.all_input_nodes}
         inputs = {source for source in inputs if source.meta.get("delegation_tag") != tag}
         given = {symbol for source in inputs for symbol in _sizes_given_one_to_one(ep, source)}
-        missing = sorted({str(s) for node in nodes for s in _sizes_used(ep, node)} - {str(s) for s in given})
+        missing = {symbol for node in nodes for symbol in _sizes_used(ep, node)} - given
         if not missing:
             continue
-        reason = f"dynamic size {missing[0]} is given by no input dim of its partition one to one"
+        reason = f"dynamic size {min(missing, key=str)} is given by no input dim of its partition one to one"
         for node in nodes:
             del node.meta["delegation_tag"]
             reasons[node.name] = reason
@@ -111,11 +112,11 @@ def _symbolic_dims(ep: ExportedProgram, node: Node) -> list[SymDim]:
     return [dim for dim in dims if isinstance(dim, SymDim)]
 
 
-def _sizes_used(ep: ExportedProgram, node: Node) -> set[object]:
+def _sizes_used(ep: ExportedProgram, node: Node) -> set[sympy.Symbol]:
     return {symbol for dim in _symbolic_dims(ep, node) for symbol in dim.expr.free_symbols}
 
 
-def _sizes_given_one_to_one(ep: ExportedProgram, node: Node) -> set[object]:
+def _sizes_given_one_to_one(ep: ExportedProgram, node: Node) -> set[sympy.Symbol]:
     if not isinstance(node.meta.get("val"), torch.Tensor):
         return set()  # the runtime reads sizes from tensors only
     return {

@@ -177,8 +177,7 @@ void validate_dynamic_shapes(Payload& payload) {
     upper.push_back(bounds.max);
   }
   std::set<std::pair<uint32_t, uint32_t>> seen;
-  std::vector<bool> given_by_input(num_symbols, false);
-  payload.size_sources.assign(num_symbols, 0);
+  payload.size_sources.assign(num_symbols, kNoValue); // kNoValue: no input dim gives it yet
   for (uint32_t index = 0; index < payload.symbolic_dims.size(); ++index) {
     const SymbolicDim& entry = payload.symbolic_dims[index];
     ODNN_CHECK(entry.value < payload.values.size(), "symbolic dim of unknown value %u", entry.value);
@@ -204,16 +203,15 @@ void validate_dynamic_shapes(Payload& payload) {
         static_cast<long long>(at_max),
         static_cast<long long>(value.dims[entry.dim]));
     const int64_t symbol = single_symbol(entry.code);
-    if (symbol >= 0 && !given_by_input[static_cast<size_t>(symbol)] &&
+    if (symbol >= 0 && payload.size_sources[static_cast<size_t>(symbol)] == kNoValue &&
         std::find(payload.inputs.begin(), payload.inputs.end(), entry.value) != payload.inputs.end() &&
         gives_size_one_to_one(entry.code, symbol, payload.symbols[static_cast<size_t>(symbol)])) {
-      given_by_input[static_cast<size_t>(symbol)] = true;
       payload.size_sources[static_cast<size_t>(symbol)] = index;
     }
   }
   for (size_t s = 0; s < num_symbols; ++s) {
     ODNN_CHECK(
-        given_by_input[s],
+        payload.size_sources[s] != kNoValue,
         "dynamic size %zu is not, one to one, the only size in any graph input dim's expression",
         s);
   }
