@@ -26,6 +26,7 @@ import platform
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,26 +97,24 @@ def run_pytest(suite: str, flows: list[str], report: Path, workers: int, keyword
     return subprocess.call(command, cwd=root, env=env)
 
 
-def subtest_id(test: dict[str, object], subtest: dict[str, object]) -> str:
-    return f"{test['nodeid']}#{subtest['Subtest']}"
+def subtests(report: dict[str, object]) -> Iterator[tuple[str, dict[str, str]]]:
+    """Every subtest of the report with its id, "<test node id>#<subtest index>"."""
+    for test in report["tests"]:  # type: ignore[attr-defined]
+        for subtest in test.get("metadata", {}).get("subtests", []):
+            yield f"{test['nodeid']}#{subtest['Subtest']}", subtest
 
 
 def delegated_passes(report: dict[str, object]) -> set[str]:
     return {
-        subtest_id(test, subtest)
-        for test in report["tests"]  # type: ignore[attr-defined]
-        for subtest in test.get("metadata", {}).get("subtests", [])
+        key
+        for key, subtest in subtests(report)
         if subtest.get("Result") == "Pass" and subtest.get("Delegated") == "True"
     }
 
 
 def lost_delegations(report: dict[str, object], expected: set[str]) -> list[str]:
     """The subtests of `expected` that ran and were not delegated passes."""
-    ran = {
-        subtest_id(test, subtest)
-        for test in report["tests"]  # type: ignore[attr-defined]
-        for subtest in test.get("metadata", {}).get("subtests", [])
-    }
+    ran = {key for key, _ in subtests(report)}
     return sorted((ran & expected) - delegated_passes(report))
 
 

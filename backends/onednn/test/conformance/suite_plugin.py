@@ -54,8 +54,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     shard = os.environ.get("ONEDNN_SUITE_SHARD")
     if not shard:
         return
-    kept = [item for item in items if in_shard(item.nodeid, shard)]
-    config.hook.pytest_deselected(items=[item for item in items if not in_shard(item.nodeid, shard)])
+    kept, dropped = [], []
+    for item in items:
+        (kept if in_shard(item.nodeid, shard) else dropped).append(item)
+    config.hook.pytest_deselected(items=dropped)
     items[:] = kept
 
 
