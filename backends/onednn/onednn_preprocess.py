@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import zlib
 from typing import final
 
 import torch
@@ -26,6 +27,9 @@ PRECISION_SPEC = "precision"
 PRECISIONS = ("fp32", "bf16")
 # Compile spec ("1") making linear layers compute in int8 with activations quantized per row at run time.
 DYNAMIC_INT8_SPEC = "dynamic_int8"
+# Compile spec ("1") storing a CRC-32 per weight in the payload, which init() checks: damaged weights are
+# refused instead of giving wrong numbers, for one pass over the weights at init.
+WEIGHT_CHECKSUMS_SPEC = "weight_checksums"
 
 
 def spec_value(compile_specs: list[CompileSpec], key: str) -> str | None:
@@ -108,11 +112,14 @@ class OneDnnBackend(BackendDetails):
         graph = lower_for_every_size(edge_program, compile_specs)
         store = NamedDataStore()
         external_tag = spec_value(compile_specs, EXTERNAL_WEIGHTS_SPEC)
+        weight_checksums = spec_value(compile_specs, WEIGHT_CHECKSUMS_SPEC) == "1"
         for value_id, tensor in graph.constant_data.items():
             data = tensor.contiguous().reshape(-1).view(dtype=torch.uint8).numpy().tobytes()  # any dtype
             key = "onednn_" + hashlib.sha256(data).hexdigest()
             store.add_named_data(key, data, alignment=CONSTANT_ALIGNMENT, external_tag=external_tag)
             graph.values[value_id].constant_key = key
+            if weight_checksums:
+                graph.values[value_id].constant_checksum = zlib.crc32(data)
         return PreprocessResult(
             processed_bytes=serialize(graph),
             data_store_output=store.get_named_data_store_output(),

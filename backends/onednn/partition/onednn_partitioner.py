@@ -16,7 +16,13 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..onednn_preprocess import DYNAMIC_INT8_SPEC, EXTERNAL_WEIGHTS_SPEC, PRECISION_SPEC, PRECISIONS
+from ..onednn_preprocess import (
+    DYNAMIC_INT8_SPEC,
+    EXTERNAL_WEIGHTS_SPEC,
+    PRECISION_SPEC,
+    PRECISIONS,
+    WEIGHT_CHECKSUMS_SPEC,
+)
 from ..ops import KEEP_WHOLE, Unsupported, is_folded_constant, rule_for, unsupported_reason
 from ..ops.context import aten_op, concrete_dims
 from ..ops.rules import SIZE_ARITHMETIC
@@ -145,6 +151,7 @@ class OneDnnPartitioner(Partitioner):
         external_weights: str | None = None,
         precision: str = "fp32",
         dynamic_int8: bool = False,
+        weight_checksums: bool = False,
     ) -> None:
         """external_weights: put the weights in the external data file `<external_weights>.ptd`
         (written by `ExecutorchProgramManager.write_tensor_data_to_file`) instead of the .pte.
@@ -155,7 +162,11 @@ class OneDnnPartitioner(Partitioner):
 
         dynamic_int8: linear layers (matmuls with a stored 2-D weight) compute in int8: weights
         quantized per output channel (s8, symmetric) ahead of time, activations per row (per token)
-        at run time; no calibration. Other ops keep `precision`."""
+        at run time; no calibration. Other ops keep `precision`.
+
+        weight_checksums: the payload carries a CRC-32 of every weight, and init() refuses a program
+        whose weights no longer match (InvalidProgram) instead of computing with them. It costs one
+        pass over the weights at init; the graph itself is always checksummed."""
         super().__init__()
         if precision not in PRECISIONS:
             raise ValueError(f"precision={precision!r}: expected one of {PRECISIONS}")
@@ -166,6 +177,8 @@ class OneDnnPartitioner(Partitioner):
             specs.append(CompileSpec(PRECISION_SPEC, precision.encode()))
         if dynamic_int8:
             specs.append(CompileSpec(DYNAMIC_INT8_SPEC, b"1"))
+        if weight_checksums:
+            specs.append(CompileSpec(WEIGHT_CHECKSUMS_SPEC, b"1"))
         self.delegation_spec = DelegationSpec("OneDnnBackend", specs)
         # Node name -> why it was left to ExecuTorch, from the last partition() call.
         self.rejections: dict[str, str] = {}

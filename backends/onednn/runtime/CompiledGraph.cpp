@@ -25,6 +25,9 @@ struct CpuContext {
   dnnl::stream stream{engine};
 };
 
+// Shared by every handle, also by executions on several threads at once: oneDNN's CPU stream keeps
+// no state between primitives (execution is synchronous), and our primitives use user scratchpads in
+// their handle's arena rather than oneDNN's global one.
 CpuContext& cpu_context() {
   static CpuContext context;
   return context;

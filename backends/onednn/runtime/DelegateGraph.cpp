@@ -140,6 +140,24 @@ Error DelegateGraph::skip_size_args(runtime::Span<runtime::EValue*>& args) noexc
 }
 
 Error DelegateGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
+  // A second thread would rebind the first one's memory objects mid-run: a wrong result, not a crash.
+  if (executing_.exchange(true, std::memory_order_acquire)) {
+    ET_LOG(
+        Error,
+        "OneDnnBackend: this handle is already executing on another thread; a handle runs one "
+        "execute() at a time");
+    return Error::InvalidState;
+  }
+  struct ClearOnExit {
+    std::atomic<bool>& flag;
+    ~ClearOnExit() {
+      flag.store(false, std::memory_order_release);
+    }
+  } clear{executing_};
+  return execute_exclusively(args);
+}
+
+Error DelegateGraph::execute_exclusively(runtime::Span<runtime::EValue*> args) noexcept {
   if (payload_.symbols.empty()) {
     return entries_.front().graph->execute(args);
   }

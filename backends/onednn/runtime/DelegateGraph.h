@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -28,6 +29,8 @@ class DelegateGraph {
   static std::unique_ptr<DelegateGraph> create(Payload payload, const runtime::NamedDataMap* named_data);
 
   // args: graph inputs then graph outputs. Never throws; allocates only to compile a new shape.
+  // InvalidState while another thread executes this handle: like ExecuTorch's Method, a handle
+  // runs one execution at a time (its bound memory objects, arena and shape cache are its own).
   runtime::Error execute(runtime::Span<runtime::EValue*> args) noexcept;
 
  private:
@@ -48,6 +51,7 @@ class DelegateGraph {
   };
 
   DelegateGraph() = default;
+  runtime::Error execute_exclusively(runtime::Span<runtime::EValue*> args) noexcept;
   void find_size_sources();
   runtime::Error skip_size_args(runtime::Span<runtime::EValue*>& args) noexcept;
   runtime::Error read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept;
@@ -60,6 +64,7 @@ class DelegateGraph {
   uint64_t clock_ = 0;
   std::vector<runtime::EValue*> tensor_args_; // execute()'s args less the size arguments
   std::vector<SizeSource> size_sources_; // by symbol
+  std::atomic<bool> executing_{false};
 };
 
 } // namespace executorch::backends::onednn

@@ -129,6 +129,12 @@ std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id
       "constant value %u (key '%s'): data is not addressable",
       id,
       record.key.c_str());
+  ODNN_CHECK(
+      !record.checksum ||
+          crc32(static_cast<const uint8_t*>(source.get()), bytes->size()) == *record.checksum,
+      "constant value %u (key '%s'): checksum mismatch: the program's weights are damaged",
+      id,
+      record.key.c_str());
   return bytes;
 }
 

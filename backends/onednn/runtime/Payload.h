@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@ struct ValueRecord {
   Layout layout = Layout::Native;
   std::vector<int64_t> dims; // empty for a scalar
   std::string key; // named-data key, constants only
+  std::optional<uint32_t> checksum; // CRC-32 of a constant's bytes, when the program carries them
 };
 
 struct AttributeRecord {
@@ -98,7 +100,7 @@ int64_t element_count(const std::vector<int64_t>& dims);
 size_t binary_post_op_count(const StepRecord& step);
 
 // CRC-32 (IEEE 802.3, zlib's crc32) of `size` bytes: the payload's checksum over its bytes from
-// kChecksummedFrom on.
+// kChecksummedFrom on, and each weight's when the program carries weight checksums.
 uint32_t crc32(const uint8_t* data, size_t size) noexcept;
 
 Payload parse_payload(const uint8_t* data, size_t size);

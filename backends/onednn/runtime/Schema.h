@@ -9,11 +9,13 @@ namespace executorch::backends::onednn {
 
 inline constexpr char kMagic[4] = {'O', 'D', 'N', 'N'};
 // Version 3 (1 and 2 had no checksum and are no longer read). The header's CRC-32 covers every byte
-// from kChecksummedFrom on; flag kFlagDynamic says the dynamic-shape section follows the steps.
+// from kChecksummedFrom on; flag kFlagDynamic says the dynamic-shape section follows the steps, flag
+// kFlagWeightChecksums that every constant record ends with the CRC-32 of the constant's bytes.
 inline constexpr uint32_t kVersion = 3;
 inline constexpr size_t kHeaderSize = 40;
 inline constexpr size_t kChecksummedFrom = 20;
 inline constexpr uint32_t kFlagDynamic = 1;
+inline constexpr uint32_t kFlagWeightChecksums = 2;
 inline constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 inline constexpr uint32_t kMaxRank = 6;
 inline constexpr uint32_t kMaxStringLength = 1024;

@@ -15,6 +15,7 @@ import torch
 from .schema import (
     CHECKSUMMED_FROM,
     FLAG_DYNAMIC,
+    FLAG_WEIGHT_CHECKSUMS,
     HOST_INDEX_STEPS,
     MAGIC,
     MAX_RANK,
@@ -43,6 +44,8 @@ class Value:
     dims: tuple[int, ...]
     constant_key: str | None = None
     layout: Layout = Layout.NATIVE
+    # CRC-32 of the constant's bytes, which init() checks when the program asked for weight checksums.
+    constant_checksum: int | None = None
 
     @property
     def numel(self) -> int:
@@ -201,6 +204,10 @@ def serialize(graph: Graph) -> bytes:
     if graph.size_args and not bounds:
         raise PayloadError("size arguments in a graph without dynamic dims")
     upper = {symbol: high for symbol, (_, high) in bounds.items()}
+    constants = [value for value in graph.values if value.constant_key is not None]
+    weight_checksums = any(value.constant_checksum is not None for value in constants)
+    if weight_checksums and any(value.constant_checksum is None for value in constants):
+        raise PayloadError("either every constant carries a checksum or none does")
     body = _Writer()
     body.raw(struct.pack(f"<{len(graph.inputs)}I", *graph.inputs))
     body.raw(struct.pack(f"<{len(graph.outputs)}I", *graph.outputs))
@@ -215,6 +222,8 @@ def serialize(graph: Graph) -> bytes:
         body.raw(struct.pack(f"<{len(value.dims)}q", *(at_point(dim, upper) for dim in value.dims)))
         if value.constant_key is not None:
             body.string(value.constant_key)
+            if weight_checksums:
+                body.u32(value.constant_checksum)
     for step in graph.steps:
         if step.kind not in HOST_INDEX_STEPS and any(
             value_id != NO_VALUE and graph.values[value_id].dtype in HOST_ONLY_DTYPES
@@ -237,7 +246,8 @@ def serialize(graph: Graph) -> bytes:
     if bounds:
         _write_dynamic_shapes(body, graph, bounds)
     counts = (len(graph.values), len(graph.steps), len(graph.inputs), len(graph.outputs))
-    checksummed = struct.pack("<5I", FLAG_DYNAMIC if bounds else 0, *counts) + b"".join(body.parts)
+    flags = (FLAG_DYNAMIC if bounds else 0) | (FLAG_WEIGHT_CHECKSUMS if weight_checksums else 0)
+    checksummed = struct.pack("<5I", flags, *counts) + b"".join(body.parts)
     header = MAGIC + struct.pack("<IQI", VERSION, CHECKSUMMED_FROM + len(checksummed), zlib.crc32(checksummed))
     return header + checksummed
 
@@ -318,7 +328,7 @@ def deserialize(data: bytes) -> Graph:
     if zlib.crc32(data[CHECKSUMMED_FROM:]) != checksum:
         raise PayloadError("checksum mismatch: the payload is damaged")
     flags, n_values, n_steps, n_inputs, n_outputs = reader.take("<5I")
-    if flags & ~FLAG_DYNAMIC:
+    if flags & ~(FLAG_DYNAMIC | FLAG_WEIGHT_CHECKSUMS):
         raise PayloadError(f"unknown header flags {flags:#x}")
     graph = Graph()
     graph.inputs = list(reader.take(f"<{n_inputs}I"))
@@ -329,7 +339,8 @@ def deserialize(data: bytes) -> Graph:
             raise PayloadError(f"rank {rank} exceeds {MAX_RANK}")
         dims = reader.take(f"<{rank}q")
         key = reader.string() if is_constant else None
-        graph.values.append(Value(_enum(DType, dtype), tuple(dims), key, _enum(Layout, layout)))
+        checksum = reader.take("<I")[0] if is_constant and flags & FLAG_WEIGHT_CHECKSUMS else None
+        graph.values.append(Value(_enum(DType, dtype), tuple(dims), key, _enum(Layout, layout), checksum))
     for _ in range(n_steps):
         (kind,) = reader.take("<I")
         step = Step(_enum(StepKind, kind), reader.u32s(), reader.u32s())

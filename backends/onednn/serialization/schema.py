@@ -7,6 +7,7 @@ import torch
 MAGIC = b"ODNN"
 VERSION = 3  # 1 and 2 had no checksum; a runtime reads only this one
 FLAG_DYNAMIC = 1  # header flag: the dynamic-shape section follows the steps
+FLAG_WEIGHT_CHECKSUMS = 2  # header flag: every constant record ends with the CRC-32 of its bytes
 NO_VALUE = 0xFFFFFFFF
 MAX_RANK = 6
 HEADER_SIZE = 40

@@ -10,6 +10,7 @@ import torch
 from executorch.backends.onednn.serialization.payload import Graph, PayloadError, Step, Value, deserialize, serialize
 from executorch.backends.onednn.serialization.schema import (
     CHECKSUMMED_FROM,
+    FLAG_WEIGHT_CHECKSUMS,
     HEADER_SIZE,
     MAGIC,
     NO_VALUE,
@@ -68,6 +69,25 @@ def test_hand_built_graph_round_trips() -> None:
     assert_same_graph(deserialize(data), graph)
 
 
+def test_weight_checksums_round_trip_behind_their_flag() -> None:
+    graph = small_graph()
+    plain = serialize(graph)
+    graph.values[1].constant_checksum = 0xDEADBEEF
+    data = serialize(graph)
+    (flags,) = struct.unpack_from("<I", data, CHECKSUMMED_FROM)
+    assert flags & FLAG_WEIGHT_CHECKSUMS and len(data) == len(plain) + 4
+    assert [v.constant_checksum for v in deserialize(data).values] == [None, 0xDEADBEEF, None, None]
+
+
+def test_weight_checksums_are_all_or_none() -> None:
+    graph = small_graph()
+    w2 = graph.add_value(DType.F32, (3,))
+    graph.values[w2].constant_key = "bias"
+    graph.values[1].constant_checksum = 1
+    with pytest.raises(PayloadError, match="every constant"):
+        serialize(graph)
+
+
 def test_lowered_graph_round_trips_byte_for_byte() -> None:
     model = nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 4)
@@ -95,7 +115,7 @@ def test_a_changed_byte_is_caught_by_the_checksum() -> None:
             deserialize(bytes(corrupt))
 
 
-@pytest.mark.parametrize("flags", [2, 0x80000000])
+@pytest.mark.parametrize("flags", [4, 0x80000000])
 def test_unknown_header_flags_are_rejected(flags: int) -> None:
     data = bytearray(serialize(small_graph()))
     struct.pack_into("<I", data, CHECKSUMMED_FROM, flags)

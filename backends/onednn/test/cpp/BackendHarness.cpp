@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
 #include <executorch/runtime/platform/runtime.h>
@@ -160,6 +161,33 @@ size_t element_count(const std::vector<int64_t>& dims) {
   }
   return count;
 }
+
+#if defined(__SANITIZE_ADDRESS__) // gcc
+#define UNDER_ADDRESS_SANITIZER
+#elif defined(__has_feature) // clang
+#if __has_feature(address_sanitizer)
+#define UNDER_ADDRESS_SANITIZER
+#endif
+#endif
+
+#ifdef UNDER_ADDRESS_SANITIZER
+extern "C" size_t __sanitizer_get_current_allocated_bytes(); // sanitizer/allocator_interface.h
+
+size_t resident_kilobytes() {
+  return __sanitizer_get_current_allocated_bytes() / 1024;
+}
+#else
+size_t resident_kilobytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stoul(line.substr(6));
+    }
+  }
+  return 0;
+}
+#endif
 
 std::vector<float> random_values(size_t count, uint32_t seed) {
   std::vector<float> values(count);

@@ -149,6 +149,10 @@ std::vector<T> from_bytes(const std::vector<uint8_t>& bytes) {
   return values;
 }
 
+// This process's resident memory (VmRSS) in kB, 0 when unknown. Under AddressSanitizer, whose
+// quarantine of freed blocks grows resident memory by design, the kB its allocator holds live.
+size_t resident_kilobytes();
+
 // Deterministic values in [-1, 1).
 std::vector<float> random_values(size_t count, uint32_t seed);
 

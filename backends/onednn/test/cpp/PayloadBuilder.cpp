@@ -70,7 +70,9 @@ std::vector<uint8_t> PayloadBuilder::build() const {
   w.u32(version);
   w.u64(0); // total_size, patched below
   w.u32(0); // checksum, computed by seal()
-  w.u32(dynamic ? executorch::backends::onednn::kFlagDynamic : 0);
+  w.u32(
+      (dynamic ? executorch::backends::onednn::kFlagDynamic : 0) |
+      (weight_checksums ? executorch::backends::onednn::kFlagWeightChecksums : 0));
   w.u32(static_cast<uint32_t>(values_.size()));
   w.u32(static_cast<uint32_t>(steps_.size()));
   w.u32(static_cast<uint32_t>(inputs_.size()));
@@ -92,6 +94,9 @@ std::vector<uint8_t> PayloadBuilder::build() const {
     }
     if (!v.key.empty()) {
       w.str(v.key);
+      if (weight_checksums) {
+        w.u32(v.checksum);
+      }
     }
   }
   for (const Step& s : steps_) {
@@ -155,10 +160,7 @@ std::vector<uint8_t> PayloadBuilder::build() const {
   return w.bytes;
 }
 
-namespace {
-
-// CRC-32 (zlib's), bit by bit: written apart from the runtime's table-driven one, which the library
-// does not export.
+// Bit by bit: written apart from the runtime's table-driven one, which the library does not export.
 uint32_t crc32_bitwise(const uint8_t* data, size_t size) {
   uint32_t crc = 0xFFFFFFFFu;
   for (size_t i = 0; i < size; ++i) {
@@ -169,8 +171,6 @@ uint32_t crc32_bitwise(const uint8_t* data, size_t size) {
   }
   return ~crc;
 }
-
-} // namespace
 
 void seal(std::vector<uint8_t>& bytes) {
   using executorch::backends::onednn::kChecksummedFrom;

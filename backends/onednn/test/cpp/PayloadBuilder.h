@@ -27,6 +27,10 @@ class PayloadBuilder {
  public:
   // An activation value (or a constant when `key` is non-empty).
   uint32_t value(std::vector<int64_t> dims, std::string key = "", uint8_t dtype = 0);
+  // The CRC-32 that constant `id` records (written with weight_checksums = true); any value.
+  void set_checksum(uint32_t id, uint32_t checksum) {
+    values_.at(id).checksum = checksum;
+  }
   uint8_t dtype(uint32_t id) const {
     return values_.at(id).dtype;
   }
@@ -65,6 +69,7 @@ class PayloadBuilder {
 
   uint32_t version = executorch::backends::onednn::kVersion;
   bool dynamic = false; // writes the dynamic-shape section (and its header flag)
+  bool weight_checksums = false; // writes each constant's checksum (and the header flag)
   std::vector<uint32_t> size_args; // dynamic: positions of integer arguments among the inputs
 
  private:
@@ -73,6 +78,7 @@ class PayloadBuilder {
     std::vector<int64_t> dims;
     std::string key;
     uint8_t layout = 0;
+    uint32_t checksum = 0;
   };
   struct Step {
     Kind kind;
@@ -96,6 +102,9 @@ class PayloadBuilder {
   };
   std::vector<SymbolicAttribute> symbolic_attributes_;
 };
+
+// CRC-32 (zlib's) of `size` bytes.
+uint32_t crc32_bitwise(const uint8_t* data, size_t size);
 
 // Recomputes the header's checksum, so that a test's hand-made corruption reaches the checks after it.
 void seal(std::vector<uint8_t>& bytes);

@@ -1,8 +1,8 @@
 // init() must reject every malformed or unsupported payload with an error (never crash) and must
 // release everything it took, however often it runs.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -205,6 +205,31 @@ TEST(PayloadValidation, WrongConstantByteSizeIsRejected) {
   EXPECT_EQ(model.data.buffers_out, model.data.buffers_freed);
 }
 
+// With weight checksums, init() reads every weight once and refuses one that no longer matches.
+TEST(PayloadValidation, WeightChecksumsAcceptIntactWeightsAndRefuseDamagedOnes) {
+  Model model = valid_model();
+  model.payload.weight_checksums = true;
+  const std::vector<float> weights = random_values(54, 1);
+  const std::vector<float> bias = random_values(3, 2);
+  const uint32_t weights_crc = crc32_bitwise(reinterpret_cast<const uint8_t*>(weights.data()), 54 * 4);
+  const uint32_t bias_crc = crc32_bitwise(reinterpret_cast<const uint8_t*>(bias.data()), 3 * 4);
+  model.payload.set_checksum(1, weights_crc);
+  model.payload.set_checksum(2, bias_crc);
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::Ok);
+
+  model.payload.set_checksum(2, bias_crc ^ 0x10);
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+  model.payload.set_checksum(2, bias_crc);
+
+  std::vector<float> damaged = weights;
+  damaged[17] = std::nextafter(damaged[17], 2.0f); // the smallest change a float can take
+  std::vector<uint8_t> bytes(damaged.size() * 4);
+  std::memcpy(bytes.data(), damaged.data(), bytes.size());
+  model.data.add("constant_0", std::move(bytes));
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+  EXPECT_EQ(model.data.buffers_out, model.data.buffers_freed);
+}
+
 TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
   Model model;
   const uint32_t src = model.payload.value({4}, "", /*dtype F16*/ 2);
@@ -241,17 +266,6 @@ TEST(PayloadValidation, UnknownLayoutIsRejected) {
   EXPECT_EQ(with_layout(1, 1), Error::Ok);
   EXPECT_EQ(with_layout(3, 2), Error::InvalidProgram);
   EXPECT_EQ(with_layout(0, 0xFF), Error::InvalidProgram);
-}
-
-size_t resident_kilobytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stoul(line.substr(6));
-    }
-  }
-  return 0;
 }
 
 TEST(PayloadValidation, RmsNormWithBadEpsOrWeightIsRejected) {
