@@ -5,11 +5,10 @@ its static KV cache inside the program, as transformers' ExecuTorch recipe does,
 
 `TorchExportableModuleForDecoderOnlyLM` exports `forward(input_ids [1, 1], cache_position [1])` with the
 cache as mutable buffers: every call writes its token's keys and values into the cache (index_put) and
-attends over it. Our delegate takes the compute (projections, RMSNorm, attention, MLPs, LM head); the
-cache writes, the embedding lookup, the position arithmetic (int64), the rotary tables' sin/cos and the
-mask's comparisons stay with ExecuTorch, so each layer splits into delegate calls around its cache
-write. Each flow decodes from the same first token and prints decode tokens/s and how many of its tokens
-eager PyTorch's decoding gave too.
+attends over it. Our delegate takes the compute (projections, RMSNorm, attention, MLPs, LM head), the
+embedding lookup, the mask's comparisons and the cache writes; the position arithmetic (int64) and the
+rotary tables' sin/cos stay with ExecuTorch. Each flow decodes from the same first token and prints
+decode tokens/s and how many of its tokens eager PyTorch's decoding gave too.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from torch.fx import Node
 
 from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from .context import LoweringContext, Unsupported
-from .rules import FLOAT_MAX, OP_RULES, OpRule, arg, emit_eltwise
+from .rules import OP_RULES, OpRule, arg, emit_eltwise
 
 aten = torch.ops.aten
 
@@ -47,7 +47,7 @@ def lower_prelu(ctx: LoweringContext, node: Node) -> None:
     )
     positive, negative = ctx.new_value(dims, ctx.dtype(src)), ctx.new_value(dims, ctx.dtype(src))
     emit_eltwise(ctx, src, positive, EltwiseAlg.RELU, 0.0, 0.0)
-    emit_eltwise(ctx, src, negative, EltwiseAlg.CLIP, -FLOAT_MAX, 0.0)
+    emit_eltwise(ctx, src, negative, EltwiseAlg.CLIP, -math.inf, 0.0)
     ctx.emit(
         StepKind.BINARY,
         [negative, per_channel, positive],

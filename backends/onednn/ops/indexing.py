@@ -65,18 +65,22 @@ def lower_index(ctx: LoweringContext, node: Node) -> None:
 
 
 def lower_index_put(ctx: LoweringContext, node: Node) -> None:
-    """x[i0, i1, ...] = values (or += with accumulate): index tensors of one shape for x's leading dims."""
+    """x[:, ..., i0, i1, ...] = values (or += with accumulate): whole leading dims (a KV cache's batch
+    and heads), then index tensors of one shape for the dims after them."""
     x, index_list, values = node.args[:3]
     accumulate = bool(arg(node, 3, "accumulate", False))
-    if any(index is None for index in index_list) or not index_list:  # type: ignore[union-attr]
-        raise Unsupported("index_put with a slice (None) among the indices")
-    shapes = {tuple(fake_tensor(index).shape) for index in index_list}  # type: ignore[union-attr]
+    sliced = next((k for k, index in enumerate(index_list) if index is not None), len(index_list))  # type: ignore[arg-type]
+    indices = list(index_list[sliced:])  # type: ignore[index]
+    if not indices or any(index is None for index in indices):
+        raise Unsupported("index_put with a slice (None) after an index tensor, or without index tensors")
+    shapes = {tuple(fake_tensor(index).shape) for index in indices}
     if len(shapes) != 1:
         raise Unsupported("index_put with index tensors of different shapes")
     if fake_tensor(values).dtype != fake_tensor(x).dtype:  # type: ignore[arg-type]
         raise Unsupported("index_put with values of another dtype")
-    inputs = [ctx.value(x), ctx.value(values), *(ctx.value(index, INDICES) for index in index_list)]  # type: ignore[union-attr]
-    ctx.emit(StepKind.INDEX_PUT, inputs, [ctx.output(node)], {"accumulate": [int(accumulate)]})
+    inputs = [ctx.value(x), ctx.value(values), *(ctx.value(index, INDICES) for index in indices)]
+    attrs = {"accumulate": [int(accumulate)]} | ({"sliced": [sliced]} if sliced else {})
+    ctx.emit(StepKind.INDEX_PUT, inputs, [ctx.output(node)], attrs)
 
 
 def operand_pair(ctx: LoweringContext, node: Node, a: object, b: object) -> tuple[int, int]:

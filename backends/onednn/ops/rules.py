@@ -39,7 +39,6 @@ from .context import (
 )
 
 aten = torch.ops.aten
-FLOAT_MAX = 3.4028234663852886e38
 
 Lowering = Callable[[LoweringContext, Node], None]
 
@@ -95,8 +94,9 @@ def clamp_params(node: Node) -> tuple[EltwiseAlg, float, float]:
         raise Unsupported("clamp with tensor bounds")
     return (
         EltwiseAlg.CLIP,
-        -FLOAT_MAX if low is None else float(low),  # type: ignore[arg-type]
-        FLOAT_MAX if high is None else float(high),  # type: ignore[arg-type]
+        # An absent bound is infinite: a finite stand-in would clamp an inf input.
+        -math.inf if low is None else float(low),  # type: ignore[arg-type]
+        math.inf if high is None else float(high),  # type: ignore[arg-type]
     )
 
 

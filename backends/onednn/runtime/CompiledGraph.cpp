@@ -303,7 +303,11 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       return Error::Ok;
     case HostLoop::Kind::Unary:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+        if (loop.unary == HostLoop::Unary::Clamp) {
+          clamp_values(loop, source, target, begin, end);
+        } else {
+          unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+        }
       });
       return Error::Ok;
     case HostLoop::Kind::ArgReduce:

@@ -2,6 +2,7 @@
 // that work in any layout read their input as it is and write dst in the same (or oneDNN's matching)
 // layout.
 #include <cmath>
+#include <limits>
 
 #include "Algorithms.h"
 #include "InitError.h"
@@ -46,6 +47,27 @@ void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, EltwiseAlg 
   const BufferId source = graph.input(src, plain_f32);
   graph.add_host_loop(loop, graph.define(step.outputs[0], plain_f32), source);
 }
+
+// relu and clip (clamp, hardtanh, relu6) on the host, where a NaN stays NaN (clamp_values()); in the
+// input's layout when its buffer holds exactly the values (an elementwise step ignores the order),
+// else plain.
+void build_host_clamp(const StepRecord& step, GraphBuilder& graph, float lower, float upper) {
+  const uint32_t src = step.inputs[0];
+  const DataType type = graph.compute_type(step.outputs[0]) == DataType::bf16 ? DataType::bf16 : DataType::f32;
+  memory::desc layout = graph.desc_as(src, type);
+  const memory::desc plain = plain_desc(graph.dims(src), type);
+  if (layout.get_padded_dims() != layout.get_dims() || layout.get_size() != plain.get_size()) {
+    layout = plain;
+  }
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Unary;
+  loop.unary = HostLoop::Unary::Clamp;
+  loop.value = lower;
+  loop.upper = upper;
+  loop.bf16 = type == DataType::bf16;
+  const BufferId source = graph.input(src, layout);
+  graph.add_host_loop(loop, graph.define(step.outputs[0], layout), source);
+}
 } // namespace
 
 void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
@@ -60,6 +82,14 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
       lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
   const auto alpha = static_cast<float>(step.float_scalar("alpha"));
   const auto beta = static_cast<float>(step.float_scalar("beta"));
+  if (alg == algorithm::eltwise_relu && alpha == 0.0f) {
+    build_host_clamp(step, graph, 0.0f, std::numeric_limits<float>::infinity());
+    return;
+  }
+  if (alg == algorithm::eltwise_clip) {
+    build_host_clamp(step, graph, alpha, beta);
+    return;
+  }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
@@ -292,8 +322,8 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const bool zero_masked_rows =
       step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
   // On the host, with AVX-512 or one value at a time: oneDNN's AVX2 softmax drops a NaN where
-  // PyTorch's row becomes NaN.
-  if (alg == algorithm::softmax_accurate && axis + 1 == static_cast<int>(dims.size()) && dims.back() > 0) {
+  // PyTorch's row becomes NaN, and its log-softmax gives -inf where a row holding +inf is NaN.
+  if (axis + 1 == static_cast<int>(dims.size()) && dims.back() > 0) {
     const DataType src_type = graph.data_type(src) == DataType::bf16 ? DataType::bf16 : DataType::f32;
     const DataType dst_type = graph.compute_type(step.outputs[0]);
     HostLoop loop;
@@ -303,6 +333,7 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
     loop.softmax.src_bf16 = src_type == DataType::bf16;
     loop.softmax.dst_bf16 = dst_type == DataType::bf16;
     loop.softmax.zero_fully_masked = zero_masked_rows;
+    loop.softmax.log = alg == algorithm::softmax_log;
     loop.softmax.avx512 = host_avx512_available();
     const BufferId source = graph.input(src, plain_desc(dims, src_type));
     graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(dims, dst_type)), source);

@@ -21,17 +21,19 @@ struct HostLoop {
     QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
     Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
-    Unary, // dst = unary(src), f32, elementwise
+    Unary, // dst = unary(src), elementwise; f32, or bf16 for Clamp
     AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
     ArgReduce, // dst (int64) = argmax or argmin of src (f32) along a dim
     Gather, // dst = rows of src picked by the int64 indices in aux
     Elementwise, // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
     IndexPut, // dst = src with the points the more sources (int64) pick set from aux
   };
-  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
+  // Round..Log1p in EltwiseAlg order; Clamp: min(max(x, value), upper), a NaN kept.
+  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p, Clamp };
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill: dst holds bf16 (ZeroFullyMaskedRows is f32 only)
+  bool bf16 = false; // Fill, Unary Clamp: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  float upper = 0.0f; // Unary Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).
   size_t outer = 0;
@@ -112,6 +114,8 @@ inline void unary_values(HostLoop::Unary unary, const float* src, float* dst, si
     case HostLoop::Unary::Log1p:
       std::transform(src + begin, src + end, dst + begin, [](float x) { return std::log1p(x); });
       break;
+    case HostLoop::Unary::Clamp: // clamp_values()
+      break;
   }
 }
 
@@ -141,6 +145,28 @@ inline uint16_t to_bf16_bits(float value) {
   }
   bits += 0x7FFF + ((bits >> 16) & 1);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+// relu and clamp, values [begin, end): oneDNN 3.2's kernels take max/min against the bound, which
+// returns the bound for a NaN where PyTorch's result is NaN. std::max(x, lower) is
+// `x < lower ? lower : x`, so a NaN x comes through (and the loop still vectorizes).
+inline void clamp_values(const HostLoop& loop, const void* src, void* dst, size_t begin, size_t end) {
+  const float lower = loop.value;
+  const float upper = loop.upper;
+  const auto clamp = [lower, upper](float x) { return std::min(std::max(x, lower), upper); };
+  if (!loop.bf16) {
+    const auto* x = static_cast<const float*>(src);
+    std::transform(x + begin, x + end, static_cast<float*>(dst) + begin, clamp);
+    return;
+  }
+  const auto* x = static_cast<const uint16_t*>(src);
+  auto* y = static_cast<uint16_t*>(dst);
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    y[i] = to_bf16_bits(clamp(value));
+  }
 }
 
 // Dynamic symmetric int8 per row (a token's activations): scale = max|x| / 127 (1 for an all-zero

@@ -237,14 +237,15 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
 // entries each, negative counting from the end) set to, or increased by, values broadcast over
 // [index dims..., x's remaining dims].
 struct IndexPutLoop {
-  size_t indexed = 0; // index tensors: the leading dims of x they index
+  size_t indexed = 0; // index tensors: the dims of x they index, after the leading sliced ones
   size_t sizes[kMaxRank] = {}; // those dims' sizes
   size_t strides[kMaxRank] = {}; // and strides in x, in elements
   size_t count = 0;
   size_t inner = 0; // elements of x after the indexed dims
+  size_t block = 0; // elements of x from the first indexed dim on (x's stride of the sliced dims' points)
   size_t total = 0; // elements of x
   bool accumulate = false;
-  ElementwiseLoop values; // dims: [index dims..., x's remaining dims]; strides[0]: the values'
+  ElementwiseLoop values; // dims: [sliced dims..., index dims..., x's remaining dims]; strides[0]: the values'
 };
 
 // Every index is checked before anything is written. f32 data.
@@ -274,8 +275,8 @@ inline runtime::Error index_put(
   const auto* from = static_cast<const float*>(values);
   auto* out = static_cast<float*>(dst);
   for_each_broadcast(put.values, [&](size_t element, size_t value, size_t, size_t) {
-    const size_t point = element / put.inner;
-    size_t offset = element % put.inner;
+    const size_t point = element / put.inner % put.count;
+    size_t offset = element / (put.inner * put.count) * put.block + element % put.inner;
     for (size_t k = 0; k < put.indexed; ++k) {
       const int64_t index = static_cast<const int64_t*>(indices[k])[point];
       offset += static_cast<size_t>(index < 0 ? index + static_cast<int64_t>(put.sizes[k]) : index) * put.strides[k];

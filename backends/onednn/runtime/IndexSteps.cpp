@@ -185,8 +185,16 @@ void build_index_put(const StepRecord& step, GraphBuilder& graph) {
   require_dtype(graph, dst, is_float(dtype_of(graph, dst)), "dst", "F32 or BF16");
   const memory::dims x_dims = graph.dims(x);
   require_same_dims(graph.dims(dst), x_dims, "dst and x");
+  // x[:, ..., :, i0, i1, ...] = values: `sliced` whole leading dims, then the indexed ones.
+  const int64_t sliced = step.has("sliced") ? step.int_scalar("sliced") : 0;
   const size_t indexed = step.inputs.size() - 2;
-  ODNN_CHECK(indexed <= x_dims.size(), "%zu index tensors for x %s", indexed, dims_string(x_dims).c_str());
+  ODNN_CHECK(
+      sliced >= 0 && static_cast<size_t>(sliced) + indexed <= x_dims.size(),
+      "%lld sliced dims and %zu index tensors for x %s",
+      static_cast<long long>(sliced),
+      indexed,
+      dims_string(x_dims).c_str());
+  const auto first = static_cast<size_t>(sliced);
   const memory::dims index_dims = graph.dims(step.inputs[2]);
   std::vector<BufferId> index_buffers;
   HostLoop loop;
@@ -197,18 +205,20 @@ void build_index_put(const StepRecord& step, GraphBuilder& graph) {
     const uint32_t id = step.inputs[2 + k];
     require_dtype(graph, id, dtype_of(graph, id) == DType::S64, "indices", "S64");
     require_same_dims(graph.dims(id), index_dims, "index tensors");
-    put.sizes[k] = static_cast<size_t>(x_dims[k]);
-    put.strides[k] = static_cast<size_t>(x_strides[k]);
+    put.sizes[k] = static_cast<size_t>(x_dims[first + k]);
+    put.strides[k] = static_cast<size_t>(x_strides[first + k]);
     index_buffers.push_back(graph.plain_input(id));
   }
   put.indexed = indexed;
   put.count = count_of(index_dims);
   put.total = count_of(x_dims);
-  put.inner = put.total / count_of(memory::dims(x_dims.begin(), x_dims.begin() + static_cast<long>(indexed)));
+  put.block = count_of(memory::dims(x_dims.begin() + sliced, x_dims.end()));
+  put.inner = count_of(memory::dims(x_dims.begin() + sliced + static_cast<long>(indexed), x_dims.end()));
   put.accumulate = step.int_scalar("accumulate") != 0;
-  // The values broadcast over [index dims..., x's remaining dims].
-  memory::dims target = index_dims;
-  target.insert(target.end(), x_dims.begin() + static_cast<long>(indexed), x_dims.end());
+  // The values broadcast over [sliced dims..., index dims..., x's remaining dims].
+  memory::dims target(x_dims.begin(), x_dims.begin() + sliced);
+  target.insert(target.end(), index_dims.begin(), index_dims.end());
+  target.insert(target.end(), x_dims.begin() + sliced + static_cast<long>(indexed), x_dims.end());
   const memory::dims value_dims = left_pad(graph.dims(values), target.size());
   ODNN_CHECK(
       target.size() <= kMaxRank && broadcasts_to(value_dims, target),

@@ -128,12 +128,20 @@ ODNN_AVX512 void softmax_row_avx512(
     const __mmask16 mask = tail_mask(valid - at);
     const __m512 e = exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift));
     sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
-    if (!rows.dst_bf16) {
+    if (!rows.dst_bf16 && !rows.log) {
       store(dst, false, at, mask, e);
     }
   }
+  if (rows.log) {
+    const __m512 log_sum = _mm512_set1_ps(std::log(horizontal_sum(sum)));
+    for (size_t at = 0; at < valid; at += kLanes) {
+      const __mmask16 mask = tail_mask(valid - at);
+      const __m512 shifted = _mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift);
+      store(dst, rows.dst_bf16, at, mask, _mm512_sub_ps(shifted, log_sum));
+    }
+  }
   const __m512 scale = _mm512_set1_ps(1.0f / horizontal_sum(sum));
-  for (size_t at = 0; at < valid; at += kLanes) {
+  for (size_t at = 0; at < valid && !rows.log; at += kLanes) {
     const __mmask16 mask = tail_mask(valid - at);
     const __m512 e = rows.dst_bf16
         ? exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift))
@@ -184,8 +192,9 @@ void softmax_row_scalar(
     sum += std::exp(x(e) - max);
   }
   const float scale = nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / sum;
+  const float log_sum = nan ? std::numeric_limits<float>::quiet_NaN() : std::log(sum);
   for (size_t e = 0; e < valid; ++e) {
-    put(e, std::exp(x(e) - max) * scale);
+    put(e, rows.log ? (x(e) - max) - log_sum : std::exp(x(e) - max) * scale);
   }
   const float rest = valid == 0 && !rows.zero_fully_masked ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   for (size_t e = valid; e < rows.extent; ++e) {

@@ -19,6 +19,8 @@ struct SoftmaxRows {
   // PyTorch's safe softmax (decomposed and fused attention): a row whose inputs are all -inf becomes
   // zeros instead of NaN.
   bool zero_fully_masked = false;
+  // log_softmax: dst = (x - max) - log(sum(exp(x - max))), PyTorch's order of operations.
+  bool log = false;
 
   // Attention rows: row r is query `first_query + r % block_rows` of head group r / block_rows, in
   // the order [batch][kv_heads][heads_per_kv]. An f32 mask row (the mask_*_stride fields, in
@@ -50,8 +52,8 @@ struct RmsNormRows {
 // Otherwise the functions below run scalar loops (their rows' `avx512` false).
 bool host_avx512_available() noexcept;
 
-// Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) with x = src (+ mask), in f32. A NaN in
-// a row makes the row NaN. `mask` is the f32 mask's first element when rows.has_mask.
+// Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) (or its log, rows.log) with x = src
+// (+ mask), in f32. A NaN in a row makes the row NaN, and so does +inf (inf - inf), as in PyTorch. `mask` is the f32 mask's first element when rows.has_mask.
 void softmax_rows(
     const SoftmaxRows& rows,
     const void* src,

@@ -77,6 +77,13 @@ def fn(f: Callable[..., torch.Tensor], **modules: nn.Module) -> Callable[[], nn.
     return lambda: Fn(f, **modules)
 
 
+def written(x: torch.Tensor, where: tuple[object, ...], values: torch.Tensor) -> torch.Tensor:
+    """x with x[where] = values: index_put, with None for each `:` before the index tensors."""
+    y = x.clone()
+    y[where] = values
+    return y
+
+
 def module(factory: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
     def build() -> nn.Module:
         torch.manual_seed(0)
@@ -654,6 +661,24 @@ INDEXING = [
         (),
         ("aten::index_put",),
         make_inputs=lambda g: (torch.randn(4, 5, generator=g), torch.tensor([1, 3, 1]), torch.randn(3, 5, generator=g)),
+    ),
+    OpCase(
+        "index_put_after_whole_leading_dims_as_a_kv_cache_writes",
+        fn(lambda m, x, i, v: written(x, (slice(None), slice(None), i), v)),
+        (),
+        ("aten::index_put",),
+        make_inputs=lambda g: (
+            torch.randn(2, 3, 6, 4, generator=g),
+            torch.tensor([4, -6]),
+            torch.randn(2, 3, 2, 4, generator=g),
+        ),
+    ),
+    OpCase(
+        "index_put_after_a_whole_dim_broadcast_value",
+        fn(lambda m, x, i, j: written(x, (slice(None), i, j), torch.tensor([7.5]))),
+        (),
+        ("aten::index_put",),
+        make_inputs=lambda g: (torch.randn(2, 4, 5, 3, generator=g), torch.tensor([0, 3]), torch.tensor([4, -1])),
     ),
     OpCase(
         "floor_divide_float",

@@ -107,6 +107,18 @@ class Elementwise(nn.Module):
         return self.function(x)
 
 
+class ConvThenReluAndAdd(nn.Module):
+    """A standalone relu of a convolution's blocked output (two users: no post-op fusion)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return torch.relu(y) + y
+
+
 CASES: dict[str, tuple[nn.Module, tuple[int, ...]]] = {
     "relu": (nn.ReLU(), (6, 8)),
     "gelu": (nn.GELU(), (6, 8)),
@@ -118,6 +130,11 @@ CASES: dict[str, tuple[nn.Module, tuple[int, ...]]] = {
     "hardtanh": (nn.Hardtanh(), (6, 8)),
     "hardswish": (nn.Hardswish(), (6, 8)),
     "clamp": (Elementwise(lambda x: torch.clamp(x, -0.5, 0.5)), (6, 8)),
+    "clamp_min": (Elementwise(lambda x: torch.clamp(x, min=-0.5)), (6, 8)),
+    "relu6_wide_rows": (nn.ReLU6(), (4, 70)),  # AVX-512 blocks and a tail
+    "linear_relu": (nn.Sequential(nn.Linear(8, 5), nn.ReLU()), (6, 8)),  # relu fused as a post-op
+    "conv2d_relu": (nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU()), (1, 2, 6, 8)),
+    "conv2d_then_relu_and_add": (ConvThenReluAndAdd(), (1, 2, 6, 8)),
     "abs": (Elementwise(torch.abs), (6, 8)),
     "exp": (Elementwise(torch.exp), (6, 8)),
     "log": (Elementwise(lambda x: torch.log(x.abs())), (6, 8)),
@@ -127,6 +144,7 @@ CASES: dict[str, tuple[nn.Module, tuple[int, ...]]] = {
     "minimum": (Binary(torch.minimum), (6, 8)),
     "softmax": (nn.Softmax(dim=-1), (6, 8)),
     "log_softmax": (nn.LogSoftmax(dim=-1), (6, 8)),
+    "log_softmax_wide_rows": (nn.LogSoftmax(dim=-1), (6, 37)),  # AVX-512 blocks and a tail
     "layer_norm": (nn.LayerNorm(8), (6, 8)),
     "linear": (nn.Linear(8, 5), (6, 8)),
     "mean": (Elementwise(lambda x: x.mean(-1)), (6, 8)),
@@ -139,10 +157,11 @@ CASES: dict[str, tuple[nn.Module, tuple[int, ...]]] = {
 }
 
 
-# oneDNN 3.2's kernels for these drop a NaN (max-based relu/clip/maximum/minimum, max pooling and reduction) or turn
-# it into inf (exp), and its log-softmax gives -inf where eager's row is NaN. Known issue (README); strict,
-# so that the day they match, this list must shrink.
-DROPS_NAN = {"amax", "clamp", "exp", "hardtanh", "log_softmax", "max_pool2d", "maximum", "minimum", "relu"}
+# oneDNN 3.2's kernels for these drop a NaN (max-based maximum/minimum, max pooling and reduction,
+# relu fused into the step before it as a post-op) or turn it into inf (exp). Standalone relu and clamp
+# run on the host and keep it. Known issue (README); strict, so that the day they match, this list
+# must shrink.
+DROPS_NAN = {"amax", "conv2d_relu", "exp", "linear_relu", "max_pool2d", "maximum", "minimum"}
 
 
 @pytest.mark.parametrize(
@@ -169,3 +188,15 @@ def test_nan_and_inf_propagate_as_in_eager(name: str) -> None:
         assert torch.equal(kind(got), kind(want)), f"{kind.__name__}: got\n{got}\neager\n{want}"
     finite = torch.isfinite(want)
     torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["relu", "clamp", "clamp_min", "relu6_wide_rows", "hardtanh"])
+def test_relu_and_clamp_keep_nan_and_inf_in_bf16(name: str) -> None:
+    module, shape = CASES[name]
+    inputs = (_special_values(shape).bfloat16(),)
+    lowered = lower(module.eval(), inputs)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    got = execute(lowered.buffer, inputs)[0]
+    want = module(*inputs)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)

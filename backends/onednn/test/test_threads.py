@@ -117,3 +117,38 @@ def test_delegated_model_matches_eager_after_changing_the_count() -> None:
     for count, output in zip(counts, outputs):  # type: ignore[call-overload]
         problem = mismatch(f"num_threads {count}", [output], [expected], 1e-4)
         assert problem is None, problem
+
+
+THREADS_STARTED = """
+import os, sys, torch
+import executorch.backends.onednn as onednn
+from executorch.runtime import Runtime
+count = int(sys.argv[1])
+onednn.set_num_threads(count)
+program = Runtime.get().load_program(sys.stdin.buffer.read())
+x = torch.randn(64, 256)
+before = len(os.listdir("/proc/self/task"))
+method = program.load_method("forward")  # init() starts the arena's workers
+for _ in range(20):
+    method.execute([x])
+print(before, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_executing_starts_at_most_count_minus_one_threads(count: int) -> None:
+    """No oversubscription of our making: the delegate's TBB arena holds the calling thread and at most
+    count - 1 workers (examples/onednn/benchmark_alternation.py measures the time side)."""
+    model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256)).eval()
+    lowered = lower(model, (torch.randn(64, 256),))
+    assert lowered.delegate_calls == 1, lowered.describe()
+    result = subprocess.run(
+        [sys.executable, "-c", THREADS_STARTED, str(count)],
+        input=lowered.buffer,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"the subprocess failed:\n{result.stderr.decode()[-3000:]}"
+    before, after = map(int, result.stdout.decode().split()[-2:])
+    assert after - before <= count - 1, f"with {count} threads, executing started {after - before} threads"

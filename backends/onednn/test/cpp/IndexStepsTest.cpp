@@ -284,6 +284,18 @@ TEST(IndexSteps, IndexPutSetsOrAccumulatesBroadcastValuesAtIndexedPoints) {
   EXPECT_EQ(from_bytes<float>(added), (std::vector<float>{0, 1, 202, 403, 4, 5, 6, 7, 108, 209, 10, 11}));
 }
 
+// A KV cache's write x[:, positions] = values: x [2 heads, 3 positions, 2], positions (2, -3), values
+// [2 heads, 2 positions, 2]; the sliced head dim walks x in blocks of 3 * 2.
+TEST(IndexSteps, IndexPutAfterWholeLeadingDimsWritesEveryBlock) {
+  const Operand x = f32({2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  const Operand positions = s64({2}, {2, -3});
+  const Operand values = f32({2, 2, 2}, {100, 101, 102, 103, 200, 201, 202, 203});
+  const auto bytes = run_step(
+      Kind::IndexPut, {x, values, positions}, {{2, 3, 2}, kF32}, {ints("accumulate", {0}), ints("sliced", {1})});
+  EXPECT_EQ(
+      from_bytes<float>(bytes), (std::vector<float>{102, 103, 2, 3, 100, 101, 202, 203, 8, 9, 200, 201}));
+}
+
 TEST(IndexSteps, IndexPutOfAnIndexOutOfRangeFailsExecute) {
   for (int64_t bad : {int64_t{3}, int64_t{-4}}) {
     SCOPED_TRACE("index " + std::to_string(bad));
@@ -338,6 +350,11 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        {{{3, 2}, kF32}, {{3}, kF32}, {{2}, kS64}},
        {{3, 2}, kF32},
        {ints("accumulate", {0})}},
+      {"INDEX_PUT with more sliced and indexed dims than x has",
+       Kind::IndexPut,
+       {{{3, 2}, kF32}, {{1}, kF32}, {{2}, kS64}},
+       {{3, 2}, kF32},
+       {ints("accumulate", {0}), ints("sliced", {2})}},
       {"logical and of F32 operands",
        Kind::HostElementwise,
        {{{2}, kF32}, {{2}, kF32}},

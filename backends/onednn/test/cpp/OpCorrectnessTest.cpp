@@ -435,6 +435,44 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
   }
 }
 
+TEST(OpCorrectness, ReluAndClipKeepNanAndInfinities) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    const char* name;
+    int64_t alg;
+    double alpha, beta;
+    float lower, upper;
+  };
+  const std::vector<Case> cases = {
+      {"relu", 0, 0, 0, 0.0f, inf},
+      {"clip", 1, -0.5, 0.25, -0.5f, 0.25f},
+      {"clip without bounds", 1, -INFINITY, INFINITY, -inf, inf},
+  };
+  auto x = random_values(3 * 37, 23); // past one 16-value vector, with a tail
+  x[0] = nan;
+  x[5] = inf;
+  x[40] = -inf;
+  x[110] = nan;
+  for (const Case& c : cases) {
+    Model model;
+    const uint32_t src = model.input({3, 37});
+    const uint32_t dst = model.value({3, 37});
+    model.payload.step(Kind::Eltwise, {src}, {dst},
+                       {ints("alg", {c.alg}), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+    model.output(dst, {3, 37});
+    const auto outputs = run_model(model, {x});
+    ASSERT_EQ(outputs.size(), 1u) << c.name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(outputs[0][i])) << c.name << " at " << i;
+      } else {
+        EXPECT_EQ(outputs[0][i], std::min(std::max(x[i], c.lower), c.upper)) << c.name << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(OpCorrectness, HostEltwiseAlgorithmsAreRefusedAsPostOps) {
   Model model;
   const uint32_t a = model.input({2, 4});
