@@ -119,6 +119,28 @@ class Harness {
   std::unique_ptr<executorch::runtime::MemoryAllocator> allocator_;
 };
 
+// A model compiled into one handle, which is destroyed with it.
+struct LoadedModel {
+  Model model;
+  Harness harness;
+  DelegateHandle* handle = nullptr;
+
+  LoadedModel() = default;
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
+  ~LoadedModel() {
+    if (handle != nullptr) {
+      harness.destroy(handle);
+    }
+  }
+  // Compiles `model` into `handle` (null when init fails); returns init's error.
+  Error init() {
+    Result<DelegateHandle*> result = harness.init(model.payload.build(), &model.data);
+    handle = result.ok() ? result.get() : nullptr;
+    return result.error();
+  }
+};
+
 // Runs init on `payload`; destroys the handle when init succeeds. Returns init's error.
 Error init_error(const std::vector<uint8_t>& payload, const executorch::runtime::NamedDataMap* data);
 

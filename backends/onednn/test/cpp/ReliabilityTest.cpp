@@ -21,23 +21,10 @@ namespace onednn_test {
 namespace {
 
 // One handle with its own tensors: what a thread needs to execute it.
-struct Runner {
-  Model model;
-  Harness harness;
-  DelegateHandle* handle = nullptr;
+struct Runner : LoadedModel {
   std::unique_ptr<HostTensor> input;
   std::unique_ptr<HostTensor> output;
 
-  ~Runner() {
-    if (handle != nullptr) {
-      harness.destroy(handle);
-    }
-  }
-  Error init() {
-    Result<DelegateHandle*> result = harness.init(model.payload.build(), &model.data);
-    handle = result.ok() ? result.get() : nullptr;
-    return result.error();
-  }
   // Fills the output with NaN first, so that a skipped write cannot pass for a result.
   Error run(HostTensor& in, HostTensor& out) {
     std::fill(out.data().begin(), out.data().end(), std::numeric_limits<float>::quiet_NaN());

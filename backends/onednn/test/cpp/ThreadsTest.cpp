@@ -44,13 +44,10 @@ int get_threads() {
 }
 
 // a [m, k] x weights [n, k]^T, the shape of a linear layer.
-struct Linear {
+struct Linear : LoadedModel {
   int64_t m, k, n;
   std::vector<float> a = random_values(m * k, 21);
   std::vector<float> w = random_values(n * k, 22);
-  Model model;
-  Harness harness;
-  DelegateHandle* handle = nullptr;
   HostTensor input{{static_cast<int32_t>(m), static_cast<int32_t>(k)}, a};
   HostTensor output{{static_cast<int32_t>(m), static_cast<int32_t>(n)}};
 
@@ -60,16 +57,6 @@ struct Linear {
     const uint32_t dst = model.value({m, n});
     model.payload.step(Kind::Matmul, {src, weights, kNoValue}, {dst}, {ints("transpose_b", {1})});
     model.output(dst, {m, n});
-  }
-  ~Linear() {
-    if (handle != nullptr) {
-      harness.destroy(handle);
-    }
-  }
-  Error init() {
-    Result<DelegateHandle*> result = harness.init(model.payload.build(), &model.data);
-    handle = result.ok() ? result.get() : nullptr;
-    return result.error();
   }
   Error run() {
     return harness.execute(handle, {&input, &output});
