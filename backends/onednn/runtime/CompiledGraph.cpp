@@ -268,8 +268,8 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
 }
 
 // Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows, Softmax,
-// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary one, are independent and split
-// across the arena's threads (a BERT layer quantizes ~700K values per run).
+// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary or Clamp one, are independent
+// and split across the arena's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
@@ -303,11 +303,12 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       return Error::Ok;
     case HostLoop::Kind::Unary:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        if (loop.unary == HostLoop::Unary::Clamp) {
-          clamp_values(loop, source, target, begin, end);
-        } else {
-          unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
-        }
+        unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::Clamp:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        clamp_values(loop, source, target, begin, end);
       });
       return Error::Ok;
     case HostLoop::Kind::ArgReduce:

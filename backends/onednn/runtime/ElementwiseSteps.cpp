@@ -54,14 +54,11 @@ void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, EltwiseAlg 
 void build_host_clamp(const StepRecord& step, GraphBuilder& graph, float lower, float upper) {
   const uint32_t src = step.inputs[0];
   const DataType type = graph.compute_type(step.outputs[0]) == DataType::bf16 ? DataType::bf16 : DataType::f32;
-  memory::desc layout = graph.desc_as(src, type);
   const memory::desc plain = plain_desc(graph.dims(src), type);
-  if (layout.get_padded_dims() != layout.get_dims() || layout.get_size() != plain.get_size()) {
-    layout = plain;
-  }
+  const memory::desc stored = graph.desc_as(src, type);
+  const memory::desc layout = stored.get_size() == plain.get_size() ? stored : plain; // no padding or gaps
   HostLoop loop;
-  loop.kind = HostLoop::Kind::Unary;
-  loop.unary = HostLoop::Unary::Clamp;
+  loop.kind = HostLoop::Kind::Clamp;
   loop.value = lower;
   loop.upper = upper;
   loop.bf16 = type == DataType::bf16;

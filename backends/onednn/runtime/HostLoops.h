@@ -21,19 +21,19 @@ struct HostLoop {
     QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
     Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
-    Unary, // dst = unary(src), elementwise; f32, or bf16 for Clamp
+    Unary, // dst = unary(src), f32, elementwise
+    Clamp, // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
     AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
     ArgReduce, // dst (int64) = argmax or argmin of src (f32) along a dim
     Gather, // dst = rows of src picked by the int64 indices in aux
     Elementwise, // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
     IndexPut, // dst = src with the points the more sources (int64) pick set from aux
   };
-  // Round..Log1p in EltwiseAlg order; Clamp: min(max(x, value), upper), a NaN kept.
-  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p, Clamp };
+  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill, Unary Clamp: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
-  float upper = 0.0f; // Unary Clamp
+  bool bf16 = false; // Fill, Clamp: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  float upper = 0.0f; // Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).
   size_t outer = 0;
@@ -113,8 +113,6 @@ inline void unary_values(HostLoop::Unary unary, const float* src, float* dst, si
       break;
     case HostLoop::Unary::Log1p:
       std::transform(src + begin, src + end, dst + begin, [](float x) { return std::log1p(x); });
-      break;
-    case HostLoop::Unary::Clamp: // clamp_values()
       break;
   }
 }

@@ -53,7 +53,8 @@ struct RmsNormRows {
 bool host_avx512_available() noexcept;
 
 // Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) (or its log, rows.log) with x = src
-// (+ mask), in f32. A NaN in a row makes the row NaN, and so does +inf (inf - inf), as in PyTorch. `mask` is the f32 mask's first element when rows.has_mask.
+// (+ mask), in f32. A NaN in a row makes the row NaN, and so does +inf (inf - inf), as in PyTorch.
+// `mask` is the f32 mask's first element when rows.has_mask.
 void softmax_rows(
     const SoftmaxRows& rows,
     const void* src,
