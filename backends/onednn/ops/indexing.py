@@ -2,7 +2,8 @@
 
 They lower to the runtime's host index steps: ARG_REDUCTION (argmax, argmin), GATHER (index_select,
 embedding, indexing by one tensor), HOST_ELEMENTWISE (division with a rounding mode, comparisons,
-where, logical and/or/xor/not) and INDEX_PUT, each checking its indices or divisors at run time.
+where, logical and/or/xor/not, and maximum/minimum, which keep a NaN) and INDEX_PUT, each checking its
+indices or divisors at run time.
 """
 
 from __future__ import annotations
@@ -107,6 +108,19 @@ def comparison_rule(alg: HostElementwiseAlg) -> OpRule:
     return OpRule(lower)
 
 
+def extremum_rule(alg: HostElementwiseAlg) -> OpRule:
+    """maximum and minimum on the host: oneDNN 3.2's binary max and min drop a NaN of one operand."""
+
+    def lower(ctx: LoweringContext, node: Node) -> None:
+        dtype = fake_tensor(node).dtype
+        if not dtype.is_floating_point or any(fake_tensor(x).dtype != dtype for x in node.args[:2]):  # type: ignore[arg-type]
+            raise Unsupported(f"{node.name}: maximum/minimum of dtypes other than one float dtype")
+        a, b = operand_pair(ctx, node, node.args[0], node.args[1])
+        ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [ctx.output(node, FLOAT_OR_INT64)], {"alg": [alg]})
+
+    return OpRule(lower)
+
+
 def logical_rule(alg: HostElementwiseAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
         a, b = (ctx.value(operand, BOOLEAN) for operand in node.args[:2])
@@ -188,5 +202,7 @@ INDEXING_RULES: dict[object, OpRule] = {
     aten.logical_or.default: logical_rule(HostElementwiseAlg.LOGICAL_OR),
     aten.logical_xor.default: logical_rule(HostElementwiseAlg.LOGICAL_XOR),
     aten.where.self: OpRule(lower_where),
+    aten.maximum.default: extremum_rule(HostElementwiseAlg.MAXIMUM),
+    aten.minimum.default: extremum_rule(HostElementwiseAlg.MINIMUM),
 }
 assert not set(INDEXING_RULES) & set(OP_RULES), "an op with two rules"

@@ -186,8 +186,6 @@ BINARY: dict[object, BinaryAlg] = {
     aten.sub.Tensor: BinaryAlg.SUB,
     aten.mul.Tensor: BinaryAlg.MUL,
     aten.div.Tensor: BinaryAlg.DIV,
-    aten.maximum.default: BinaryAlg.MAX,
-    aten.minimum.default: BinaryAlg.MIN,
     aten.add.Scalar: BinaryAlg.ADD,
     aten.sub.Scalar: BinaryAlg.SUB,
     aten.mul.Scalar: BinaryAlg.MUL,

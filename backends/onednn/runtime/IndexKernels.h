@@ -4,6 +4,7 @@
 // floating-point data, int64 for indices, one byte per boolean).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -207,6 +208,18 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
       auto* out = static_cast<uint8_t*>(dst);
       for_each_broadcast(loop, [&](size_t o, size_t i, size_t j, size_t k) {
         std::memcpy(out + o * size, condition[i] != 0 ? when_true + j * size : when_false + k * size, size);
+      });
+      return runtime::Error::Ok;
+    }
+    case HostElementwiseAlg::Maximum:
+    case HostElementwiseAlg::Minimum: {
+      const bool maximum = loop.alg == HostElementwiseAlg::Maximum;
+      const auto* x = static_cast<const float*>(a);
+      const auto* y = static_cast<const float*>(b);
+      auto* out = static_cast<float*>(dst);
+      for_each_broadcast(loop, [&](size_t o, size_t i, size_t j, size_t) {
+        const float p = x[i], q = y[j]; // PyTorch's rule: a NaN p, else the comparison, which a NaN q fails
+        out[o] = p != p ? p : maximum ? (p > q ? p : q) : (p < q ? p : q);
       });
       return runtime::Error::Ok;
     }

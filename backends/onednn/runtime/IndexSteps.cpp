@@ -120,7 +120,8 @@ void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {
       static_cast<long long>(alg));
   const bool where = alg == HostElementwiseAlg::Where;
   const bool divide = alg == HostElementwiseAlg::FloorDivide || alg == HostElementwiseAlg::TruncDivide;
-  const bool logical = alg >= HostElementwiseAlg::LogicalAnd;
+  const bool logical = alg >= HostElementwiseAlg::LogicalAnd && alg <= HostElementwiseAlg::LogicalXor;
+  const bool extremum = alg == HostElementwiseAlg::Maximum || alg == HostElementwiseAlg::Minimum;
   const size_t operands = where ? 3 : 2;
   ODNN_CHECK(step.inputs.size() == operands && step.has_input(operands - 1), "expects %zu operands", operands);
   const uint32_t dst = step.outputs[0];
@@ -129,6 +130,8 @@ void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {
   const DType type = dtype_of(graph, first);
   if (logical) {
     require_dtype(graph, first, type == DType::Bool, "operand", "BOOL");
+  } else if (extremum) {
+    require_dtype(graph, first, is_float(type), "operand", "F32 or BF16");
   } else {
     require_dtype(graph, first, is_float(type) || type == DType::S64, "operand", "F32, BF16 or S64");
   }
@@ -141,7 +144,7 @@ void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {
   if (where) {
     require_dtype(graph, step.inputs[0], dtype_of(graph, step.inputs[0]) == DType::Bool, "condition", "BOOL");
   }
-  if (divide || where || logical) {
+  if (divide || where || logical || extremum) {
     require_dtype(graph, dst, same_kind(dst), "dst", "the operands' kind");
   } else {
     require_dtype(graph, dst, dtype_of(graph, dst) == DType::Bool, "dst", "BOOL");

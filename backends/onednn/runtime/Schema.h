@@ -109,7 +109,8 @@ enum class PostOpKind : int64_t { Eltwise = 0, Binary = 1 };
 enum class ArgReductionAlg : int64_t { Max = 0, Min = 1 };
 // Elementwise work on the host, with numpy broadcasting: the divisions with a rounding mode (F32 or
 // S64), comparisons (F32 or S64 operands, a BOOL result), WHERE (BOOL condition, then two operands)
-// and the logical operations (BOOL operands and result).
+// the logical operations (BOOL operands and result), and maximum and minimum (F32: a NaN in either
+// operand gives NaN, as PyTorch's do and oneDNN 3.2's binary max and min do not).
 enum class HostElementwiseAlg : int64_t {
   FloorDivide = 0,
   TruncDivide = 1,
@@ -123,8 +124,10 @@ enum class HostElementwiseAlg : int64_t {
   LogicalAnd = 9,
   LogicalOr = 10,
   LogicalXor = 11,
+  Maximum = 12,
+  Minimum = 13,
 };
-inline constexpr int64_t kNumHostElementwiseAlgs = 12;
+inline constexpr int64_t kNumHostElementwiseAlgs = 14;
 
 // Input slots of a step kind: `fixed_inputs` slots, of which those at index >= `required_inputs`
 // may be NO_VALUE (or left off at the end). Kinds with post-ops take one more input per binary

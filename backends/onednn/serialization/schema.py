@@ -169,6 +169,8 @@ class HostElementwiseAlg(IntEnum):
     LOGICAL_AND = 9  # BOOL operands and result
     LOGICAL_OR = 10
     LOGICAL_XOR = 11
+    MAXIMUM = 12  # F32 operands, NaN where either is NaN (PyTorch's maximum and minimum)
+    MINIMUM = 13
 
 
 class PostOpKind(IntEnum):

@@ -1,5 +1,6 @@
 // ARG_REDUCTION, GATHER, HOST_ELEMENTWISE and INDEX_PUT: the host steps that read and write S64 and BOOL
 // values, checked against hand-computed PyTorch results, and the payloads init() must refuse.
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -219,6 +220,25 @@ TEST(IndexSteps, ComparisonsUnderBroadcastAndNaN) {
   EXPECT_EQ(less, (std::vector<uint8_t>{1, 0})) << "S64 operands";
 }
 
+// [2, 3] against a broadcast [3]: a NaN in either operand gives NaN (PyTorch's maximum and minimum),
+// infinities compare as numbers, and max(-0, 0) is the second operand.
+TEST(IndexSteps, MaximumAndMinimumKeepANaNOfEitherOperand) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Operand a = f32({2, 3}, {1, kNaN, -inf, 3, 2, -0.0f});
+  const Operand b = f32({3}, {kNaN, 2, 0});
+  const auto maximum = from_bytes<float>(elementwise(HostElementwiseAlg::Maximum, {a, b}, {{2, 3}, kF32}));
+  const auto minimum = from_bytes<float>(elementwise(HostElementwiseAlg::Minimum, {a, b}, {{2, 3}, kF32}));
+  const std::vector<float> want_max = {kNaN, kNaN, 0, kNaN, 2, 0};
+  const std::vector<float> want_min = {kNaN, kNaN, -inf, kNaN, 2, 0};
+  ASSERT_EQ(maximum.size(), 6u);
+  ASSERT_EQ(minimum.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_TRUE(std::isnan(want_max[i]) ? std::isnan(maximum[i]) : maximum[i] == want_max[i]) << "maximum " << i;
+    EXPECT_TRUE(std::isnan(want_min[i]) ? std::isnan(minimum[i]) : minimum[i] == want_min[i]) << "minimum " << i;
+  }
+  EXPECT_FALSE(std::signbit(maximum[5])) << "max(-0, 0)";
+}
+
 // A [2, 1] condition whose true byte is 2, a [2, 3] operand and a scalar one (dims {} for f32, {1}
 // for s64).
 TEST(IndexSteps, WhereBroadcastsConditionAndScalar) {
@@ -335,11 +355,21 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        {{{2}, kF32}, {{2}, kF32}},
        {{2}, kF32},
        {alg(HostElementwiseAlg::Lt)}},
-      {"HOST_ELEMENTWISE alg 12",
+      {"HOST_ELEMENTWISE alg 14",
        Kind::HostElementwise,
        {{{2}, kF32}, {{2}, kF32}},
        {{2}, kBool},
-       {ints("alg", {12})}},
+       {ints("alg", {14})}},
+      {"MAXIMUM of S64 operands",
+       Kind::HostElementwise,
+       {{{2}, kS64}, {{2}, kS64}},
+       {{2}, kS64},
+       {alg(HostElementwiseAlg::Maximum)}},
+      {"MINIMUM into BOOL",
+       Kind::HostElementwise,
+       {{{2}, kF32}, {{2}, kF32}},
+       {{2}, kBool},
+       {alg(HostElementwiseAlg::Minimum)}},
       {"INDEX_PUT with index tensors of different dims",
        Kind::IndexPut,
        {{{3, 2}, kF32}, {{1}, kF32}, {{2}, kS64}, {{3}, kS64}},
