@@ -191,10 +191,11 @@ def test_nan_and_inf_propagate_as_in_eager(name: str) -> None:
     torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["relu", "clamp", "clamp_min", "relu6_wide_rows", "hardtanh"])
-def test_relu_and_clamp_keep_nan_and_inf_in_bf16(name: str) -> None:
+@pytest.mark.parametrize("name", ["relu", "clamp", "clamp_min", "relu6_wide_rows", "hardtanh", "maximum_broadcast"])
+def test_host_kernels_keep_nan_and_inf_in_bf16(name: str) -> None:
     module, shape = CASES[name]
-    inputs = (_special_values(shape).bfloat16(),)
+    arity = 2 if isinstance(module, Binary) else 1
+    inputs = tuple(_special_values(shape, seed).bfloat16() for seed in range(3, 3 + arity))
     lowered = lower(module.eval(), inputs)
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
     got = execute(lowered.buffer, inputs)[0]
