@@ -112,8 +112,8 @@ def extremum_rule(alg: HostElementwiseAlg) -> OpRule:
     """maximum and minimum on the host: oneDNN 3.2's binary max and min drop a NaN of one operand."""
 
     def lower(ctx: LoweringContext, node: Node) -> None:
-        dtype = fake_tensor(node).dtype
-        if not dtype.is_floating_point or any(fake_tensor(x).dtype != dtype for x in node.args[:2]):  # type: ignore[arg-type]
+        dtype = fake_tensor(node).dtype  # operand_pair checks that both operands have one dtype
+        if not dtype.is_floating_point or fake_tensor(node.args[0]).dtype != dtype:  # type: ignore[arg-type]
             raise Unsupported(f"{node.name}: maximum/minimum of dtypes other than one float dtype")
         a, b = operand_pair(ctx, node, node.args[0], node.args[1])
         ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [ctx.output(node, FLOAT_OR_INT64)], {"alg": [alg]})

@@ -246,9 +246,9 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
   }
 }
 
-// dst = x with the points that the index tensors pick (one tensor per leading dim of x, `count`
-// entries each, negative counting from the end) set to, or increased by, values broadcast over
-// [index dims..., x's remaining dims].
+// dst = x with the points that the index tensors pick (one tensor per dim of x after its `sliced`
+// whole leading dims, `count` entries each, negative counting from the end) set to, or increased by,
+// values broadcast over [sliced dims..., index dims..., x's remaining dims].
 struct IndexPutLoop {
   size_t indexed = 0; // index tensors: the dims of x they index, after the leading sliced ones
   size_t sizes[kMaxRank] = {}; // those dims' sizes
