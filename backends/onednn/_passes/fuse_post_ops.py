@@ -1,7 +1,15 @@
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import HOST_ELTWISE_ALGS, NO_VALUE, POST_OP_FIXED_INPUTS, BinaryAlg, PostOpKind, StepKind
+from ..serialization.schema import (
+    HOST_ELTWISE_ALGS,
+    NO_VALUE,
+    POST_OP_FIXED_INPUTS,
+    BinaryAlg,
+    EltwiseAlg,
+    PostOpKind,
+    StepKind,
+)
 from ..serialization.shapes import same_dims
 
 # Producers that take a binary post-op: their dst is the post-op's first operand. Not BINARY: a
@@ -9,6 +17,11 @@ from ..serialization.shapes import same_dims
 # that the Llama-style example's prefill fell from ~3150 to ~1750 tokens/s (measured 2026-11-30).
 BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
 COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
+# oneDNN 3.2 turns a NaN into a number in these. A standalone step puts it back; a post-op chain can be
+# guarded only for relu and clamp (the runtime reruns the step up to the clamp, then the rest of the
+# chain with the clamps on the host), so these stay standalone, and a clamp fuses only when it keeps
+# the zeros that pad a blocked layout.
+NAN_LOSING_POST_OPS = {EltwiseAlg.EXP, EltwiseAlg.HARDSIGMOID}
 
 
 def fuse_post_ops(graph: Graph) -> Graph:
@@ -37,7 +50,7 @@ def fuse_post_ops(graph: Graph) -> Graph:
 
 def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None] | None:
     """The earlier step this one can become a post-op of, and the binary operand it brings."""
-    if step.kind == StepKind.ELTWISE and step.ints["alg"][0] not in HOST_ELTWISE_ALGS:
+    if step.kind == StepKind.ELTWISE and _fusable_eltwise(step):
         candidates = [(step.inputs[0], None)]
         hosts = set(POST_OP_FIXED_INPUTS)
     elif step.kind == StepKind.BINARY and "post_ops" not in step.ints:
@@ -61,3 +74,10 @@ def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None
             continue
         return host, operand
     return None
+
+
+def _fusable_eltwise(step: Step) -> bool:
+    alg, alpha, beta = step.ints["alg"][0], step.floats["alpha"][0], step.floats["beta"][0]
+    if alg in HOST_ELTWISE_ALGS or alg in NAN_LOSING_POST_OPS:
+        return False
+    return alg != EltwiseAlg.CLIP or alpha <= 0.0 <= beta

@@ -1,6 +1,7 @@
 #include "CompiledGraph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -226,8 +227,17 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     // Inside the arena of the configured thread count, which bounds oneDNN's TBB parallelism.
     const Error result = run_in_thread_arena([&]() -> Error {
       dnnl::stream& stream = cpu_stream();
+      const bool exact_paths = guarded_ && needs_exact_paths(args);
       for (size_t index = 0; index < steps_.size(); ++index) {
         const PreparedStep& step = steps_[index];
+        if (step.primitive == nullptr && (step.host.kind == HostLoop::Kind::Jump ||
+                                          (step.host.kind == HostLoop::Kind::NonFiniteBranch && exact_paths))) {
+          index += step.host.skip;
+          continue;
+        }
+        if (step.primitive == nullptr && step.host.kind == HostLoop::Kind::NonFiniteBranch) {
+          continue;
+        }
         if (step.primitive == nullptr) {
           const Error error = run_host_step(step);
           if (error != Error::Ok) {
@@ -265,6 +275,45 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
     return Error::Internal;
   }
   return Error::Ok;
+}
+
+bool values_hold_non_finite(const void* data, size_t count, bool bf16) {
+  std::atomic<bool> found{false};
+  constexpr size_t kValuesPerChunk = 65536;
+  parallel_chunks(count, kValuesPerChunk, [&](size_t begin, size_t end) {
+    if (!found.load(std::memory_order_relaxed) && holds_non_finite(data, bf16, begin, end)) {
+      found.store(true, std::memory_order_relaxed);
+    }
+  });
+  return found.load();
+}
+
+bool memory_holds_non_finite(const dnnl::memory& memory) {
+  const dnnl::memory::desc desc = memory.get_desc();
+  const DataType type = desc.get_data_type();
+  return (type == DataType::f32 || type == DataType::bf16) &&
+      values_hold_non_finite(
+          memory.get_data_handle(), desc.get_size() / dnnl::memory::data_type_size(type), type == DataType::bf16);
+}
+
+// The graph's inputs, once per call: scanning every guarded step's own inputs would read most of a
+// CNN's activations a second time. A NaN or an infinity that arises inside the graph from finite
+// inputs (an overflow) is not seen.
+bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) const {
+  if (constants_non_finite_) {
+    return true;
+  }
+  for (size_t i = 0; i < input_specs_.size(); ++i) {
+    const ScalarType type = input_specs_[i].type;
+    if (type != ScalarType::Float && type != ScalarType::BFloat16) {
+      continue;
+    }
+    const Tensor& tensor = args[i]->toTensor();
+    if (values_hold_non_finite(tensor.const_data_ptr(), static_cast<size_t>(tensor.numel()), type == ScalarType::BFloat16)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows, Softmax,
@@ -339,6 +388,22 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
         std::fill_n(static_cast<float*>(target), step.host_dst_count, loop.value);
       }
       return Error::Ok;
+    case HostLoop::Kind::KeepNan:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        keep_nan(source, target, loop.bf16, begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::MaxPool:
+      split_rows(loop.max_pool.planes, loop.max_pool.in[0] * loop.max_pool.in[1] * loop.max_pool.in[2], [&](size_t begin, size_t end) {
+        max_pool_planes(loop.max_pool, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::ReduceExtremum:
+      reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
+      return Error::Ok;
+    case HostLoop::Kind::NonFiniteBranch:
+    case HostLoop::Kind::Jump:
+      return Error::Internal; // execute() takes these itself
     case HostLoop::Kind::ZeroFullyMaskedRows:
       zero_fully_masked_rows(loop, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;

@@ -21,6 +21,12 @@ namespace executorch::backends::onednn {
 const dnnl::engine& cpu_engine();
 dnnl::stream& cpu_stream();
 
+// Whether `count` f32 (or bf16) values hold a NaN or an infinity; split across the current thread
+// arena's threads.
+bool values_hold_non_finite(const void* data, size_t count, bool bf16);
+// The same for every byte the descriptor of `memory` spans; false for types other than f32 and bf16.
+bool memory_holds_non_finite(const dnnl::memory& memory);
+
 // One constant converted into the layout a primitive wants: `source` is the constant's value id, or
 // -1 - i for the i-th conversion before it (a conversion of a converted constant).
 struct ConstantPacking {
@@ -82,6 +88,8 @@ class CompiledGraph {
     size_t host_dst_count = 0;
   };
   static runtime::Error run_host_step(const PreparedStep& step);
+  // Whether the NaN guards take their exact paths for these arguments.
+  bool needs_exact_paths(runtime::Span<runtime::EValue*> args) const;
   // A memory object whose data handle is the tensor at args[arg_index].
   struct Binding {
     dnnl::memory memory;
@@ -107,6 +115,8 @@ class CompiledGraph {
   std::shared_ptr<uint8_t> arena_storage_;
   std::shared_ptr<uint8_t> weights_storage_; // constants packed into the layouts their primitives chose
   size_t arena_bytes_ = 0;
+  bool guarded_ = false; // some step has a NaN guard
+  bool constants_non_finite_ = false; // some constant holds a NaN or an infinity
 };
 
 } // namespace executorch::backends::onednn

@@ -135,23 +135,24 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
   // An empty bias desc means "no bias" to oneDNN, so one constructor call serves both cases.
-  auto describe = [&](auto kind, dnnl::algorithm algorithm) {
-    using Pd = typename decltype(kind)::primitive_desc;
-    return Pd(graph.engine(), prop_kind::forward_inference, algorithm, src_any, weights_any, bias,
-              dst_any, shape.strides, shape.dilation, shape.padding_l, shape.padding_r, attr);
+  auto describe = [&](auto kind, dnnl::algorithm algorithm, const memory::desc& src,
+                      const memory::desc& weights, const memory::desc& dst,
+                      const dnnl::primitive_attr& attributes) -> BuiltPrimitive {
+    using Primitive = decltype(kind);
+    const typename Primitive::primitive_desc built(
+        graph.engine(), prop_kind::forward_inference, algorithm, src, weights, bias, dst,
+        shape.strides, shape.dilation, shape.padding_l, shape.padding_r, attributes);
+    return {Primitive(built), built};
   };
-  dnnl::primitive primitive;
-  dnnl::primitive_desc pd;
-  if (!transposed) {
-    const auto conv = describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
-    primitive = dnnl::convolution_forward(conv);
-    pd = conv;
-  } else {
-    const auto deconv =
-        describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct);
-    primitive = dnnl::deconvolution_forward(deconv);
-    pd = deconv;
-  }
+  auto build = [&](const memory::desc& src, const memory::desc& weights, const memory::desc& dst,
+                   const dnnl::primitive_attr& attributes) {
+    return transposed ? describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct,
+                                 src, weights, dst, attributes)
+                      : describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct,
+                                 src, weights, dst, attributes);
+  };
+  const BuiltPrimitive built = build(src_any, weights_any, dst_any, attr);
+  const dnnl::primitive_desc& pd = built.second;
 
   ArgList args;
   args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
@@ -163,7 +164,12 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   add_post_op_args(post_ops, pd, graph, args);
   quantization.add_args(args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
-  graph.add_primitive(primitive, pd, args);
+  add_post_op_primitive(graph, post_ops, built, args, [&](const dnnl::post_ops& ops) {
+    dnnl::primitive_attr exact = GraphBuilder::default_attr();
+    exact.set_post_ops(ops);
+    quantization.apply(exact);
+    return build(pd.src_desc(0), pd.weights_desc(0), pd.dst_desc(0), exact);
+  });
 }
 
 } // namespace
@@ -349,9 +355,13 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
       graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
   const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
   using Pd = dnnl::matmul::primitive_desc;
+  auto make_pd_with = [&](const memory::desc& a_desc, const memory::desc& b_desc,
+                          const dnnl::primitive_attr& attributes) {
+    return has_bias ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attributes)
+                    : Pd(graph.engine(), a_desc, b_desc, dst_desc, attributes);
+  };
   auto make_pd = [&](const memory::desc& a_desc, const memory::desc& b_desc) {
-    return has_bias ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attr)
-                    : Pd(graph.engine(), a_desc, b_desc, dst_desc, attr);
+    return make_pd_with(a_desc, b_desc, attr);
   };
   bool a_as_stored = !a_strided.is_zero() && a_strided != a_plain;
   bool b_as_stored = !b_strided.is_zero() && b_strided != b_plain;
@@ -395,7 +405,13 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   } else {
     args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   }
-  graph.add_primitive(dnnl::matmul(pd), pd, args);
+  add_post_op_primitive(graph, post_ops, {dnnl::matmul(pd), pd}, args, [&](const dnnl::post_ops& ops) {
+    dnnl::primitive_attr exact = GraphBuilder::default_attr();
+    exact.set_post_ops(ops);
+    quantization.apply(exact);
+    const Pd without_clamps = make_pd_with(pd.src_desc(), pd.weights_desc(), exact);
+    return BuiltPrimitive{dnnl::matmul(without_clamps), without_clamps};
+  });
 }
 
 } // namespace executorch::backends::onednn

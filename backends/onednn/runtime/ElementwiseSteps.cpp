@@ -2,6 +2,7 @@
 // that work in any layout read their input as it is and write dst in the same (or oneDNN's matching)
 // layout.
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "Algorithms.h"
@@ -31,6 +32,32 @@ BufferId vector_operand(GraphBuilder& graph, uint32_t value, int64_t count, cons
       dims_string(graph.dims(value)).c_str(),
       static_cast<long long>(count));
   return operand(graph, value, {count}, plain_desc({count}));
+}
+
+// Records `fast` (writing `target` from `source`), and, for when a graph input holds a NaN or an
+// infinity, `loop` on the host: from plain f32 src to plain f32 dst, with conversions around it as needed.
+void add_exact_on_host(
+    GraphBuilder& graph,
+    BufferId source,
+    BufferId target,
+    const HostLoop& loop,
+    const std::function<void()>& fast) {
+  graph.add_non_finite_branch(fast, [&]() {
+    const memory::desc src_desc = graph.buffer_desc(source); // copies: scratch() may move the buffers
+    const memory::desc dst_desc = graph.buffer_desc(target);
+    const memory::desc src_plain = plain_desc(src_desc.get_dims(), DataType::f32);
+    const memory::desc dst_plain = plain_desc(dst_desc.get_dims(), DataType::f32);
+    BufferId plain_source = source;
+    if (src_desc != src_plain) {
+      plain_source = graph.scratch(src_plain);
+      graph.add_reorder(source, plain_source);
+    }
+    const BufferId plain_target = dst_desc == dst_plain ? target : graph.scratch(dst_plain);
+    graph.add_host_loop(loop, plain_target, plain_source);
+    if (plain_target != target) {
+      graph.add_reorder(plain_target, target);
+    }
+  });
 }
 
 } // namespace
@@ -91,11 +118,23 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
       GraphBuilder::default_attr());
-  graph.add_primitive(
-      dnnl::eltwise_forward(pd),
-      pd,
-      {{DNNL_ARG_SRC, graph.input(src, layout)},
-       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+  const BufferId source = graph.input(src, layout);
+  const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
+  const auto record = [&]() {
+    graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
+  };
+  // oneDNN 3.2 turns a NaN into inf (exp) or 1 (hardsigmoid): put it back.
+  if ((alg != algorithm::eltwise_exp && alg != algorithm::eltwise_hardsigmoid) || pd.dst_desc() != layout) {
+    record();
+    return;
+  }
+  graph.add_non_finite_branch(record, [&]() {
+    record();
+    HostLoop keep;
+    keep.kind = HostLoop::Kind::KeepNan;
+    keep.bf16 = layout.get_data_type() == DataType::bf16;
+    graph.add_host_loop(keep, target, source);
+  });
 }
 
 void build_binary(const StepRecord& step, GraphBuilder& graph) {
@@ -122,7 +161,13 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
       {DNNL_ARG_SRC_1, operand(graph, src1, src1_dims, src1_desc)}};
   add_post_op_args(post_ops, pd, graph, args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
-  graph.add_primitive(dnnl::binary(pd), pd, args);
+  add_post_op_primitive(graph, post_ops, {dnnl::binary(pd), pd}, args, [&](const dnnl::post_ops& ops) {
+    dnnl::primitive_attr exact = GraphBuilder::default_attr();
+    exact.set_post_ops(ops);
+    const dnnl::binary::primitive_desc without_clamps(
+        graph.engine(), alg, pd.src_desc(0), pd.src_desc(1), pd.dst_desc(), exact);
+    return BuiltPrimitive{dnnl::binary(without_clamps), without_clamps};
+  });
 }
 
 void build_pooling(const StepRecord& step, GraphBuilder& graph) {
@@ -133,23 +178,46 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
       lookup_algorithm(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
+  const memory::dims strides = spatial_attr(step, "strides", spatial, 1);
+  const memory::dims kernel = spatial_attr(step, "kernel", spatial, 1);
+  const memory::dims dilation = dnnl_dilation(step, spatial);
+  const memory::dims padding_l = spatial_attr(step, "padding_l", spatial, 0);
   const dnnl::pooling_forward::primitive_desc pd(
       graph.engine(),
       prop_kind::forward_inference,
       alg,
       src_desc,
       graph.dst_layout(step.outputs[0], type),
-      spatial_attr(step, "strides", spatial, 1),
-      spatial_attr(step, "kernel", spatial, 1),
-      dnnl_dilation(step, spatial),
-      spatial_attr(step, "padding_l", spatial, 0),
+      strides,
+      kernel,
+      dilation,
+      padding_l,
       spatial_attr(step, "padding_r", spatial, 0),
       GraphBuilder::default_attr());
-  graph.add_primitive(
-      dnnl::pooling_forward(pd),
-      pd,
-      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
-       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+  const BufferId source = graph.input(src, src_desc);
+  const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
+  const auto record = [&]() {
+    graph.add_primitive(dnnl::pooling_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
+  };
+  if (alg != algorithm::pooling_max) {
+    record();
+    return;
+  }
+  // oneDNN 3.2's max pooling loses a NaN: with one in src, PyTorch's windows on the host.
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::MaxPool;
+  MaxPoolPlanes& pool = loop.max_pool;
+  pool.planes = static_cast<size_t>(dst[0] * dst[1]);
+  for (size_t d = 0; d < spatial; ++d) {
+    const size_t slot = 3 - spatial + d;
+    pool.in[slot] = static_cast<size_t>(graph.dims(src)[2 + d]);
+    pool.out[slot] = static_cast<size_t>(dst[2 + d]);
+    pool.kernel[slot] = static_cast<size_t>(kernel[d]);
+    pool.stride[slot] = static_cast<size_t>(strides[d]);
+    pool.dilation[slot] = static_cast<size_t>(dilation[d] + 1);
+    pool.pad[slot] = static_cast<size_t>(padding_l[d]);
+  }
+  add_exact_on_host(graph, source, target, loop, record);
 }
 
 // On the host: oneDNN's pooling takes windows of one size only.
@@ -199,11 +267,28 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
   const dnnl::reduction::primitive_desc pd(
       graph.engine(), alg, src_desc, graph.dst_layout(step.outputs[0], type), 0.0f, 0.0f,
       GraphBuilder::default_attr());
-  graph.add_primitive(
-      dnnl::reduction(pd),
-      pd,
-      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
-       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+  const BufferId source = graph.input(src, src_desc);
+  const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
+  const auto record = [&]() {
+    graph.add_primitive(dnnl::reduction(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
+  };
+  if ((alg != algorithm::reduction_max && alg != algorithm::reduction_min) || src_dims.size() > kMaxRank) {
+    record();
+    return;
+  }
+  // oneDNN 3.2's max and min lose a NaN: with one in src, PyTorch's result on the host.
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::ReduceExtremum;
+  ExtremumReduction& reduction = loop.extremum;
+  reduction.min = alg == algorithm::reduction_min;
+  reduction.rank = src_dims.size();
+  reduction.dst_count = static_cast<size_t>(element_count(dst));
+  const memory::dims dst_strides = row_major_strides(dst);
+  for (size_t d = 0; d < src_dims.size(); ++d) {
+    reduction.src_dims[d] = static_cast<size_t>(src_dims[d]);
+    reduction.dst_strides[d] = dst[d] == 1 ? 0 : static_cast<size_t>(dst_strides[d]);
+  }
+  add_exact_on_host(graph, source, target, loop, record);
 }
 
 // Inference batch norm with the running statistics (inputs: src, mean, var, [scale], [shift]).

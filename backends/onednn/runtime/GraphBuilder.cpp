@@ -308,6 +308,32 @@ void GraphBuilder::add_host_loop(
   steps_.push_back({dnnl::primitive(), args, memory::desc(), loop});
 }
 
+void GraphBuilder::add_non_finite_branch(
+    const std::function<void()>& fast,
+    const std::function<void()>& exact) {
+  HostLoop branch;
+  branch.kind = HostLoop::Kind::NonFiniteBranch;
+  const size_t conversions = conversions_.size();
+  const size_t branch_index = steps_.size();
+  steps_.push_back({dnnl::primitive(), {}, memory::desc(), branch});
+  fast();
+  const size_t jump_index = steps_.size();
+  HostLoop jump;
+  jump.kind = HostLoop::Kind::Jump;
+  steps_.push_back({dnnl::primitive(), {}, memory::desc(), jump});
+  exact();
+  steps_[branch_index].host.skip = jump_index - branch_index;
+  steps_[jump_index].host.skip = steps_.size() - jump_index - 1;
+  ODNN_CHECK(
+      conversions_.size() == conversions,
+      "a guarded step converted a value inside its branch (internal error)");
+}
+
+bool GraphBuilder::is_constant_buffer(BufferId id) const {
+  const Storage storage = buffers_[root(id)].storage;
+  return storage == Storage::Packed || storage == Storage::Program || storage == Storage::Owned;
+}
+
 // A graph output whose producer wrote plain memory of its own, or a plain reshape of such memory,
 // is written straight into the caller's tensor; anything else (blocked layout, a permuted view,
 // another output's or an input's bytes) gets a final reorder.
@@ -518,8 +544,10 @@ void GraphBuilder::finish(CompiledGraph& graph) {
              : arg == DNNL_ARG_SRC ? step.host_src
                                    : step.host_aux) = memory_of(buffer);
       }
-      const memory::desc dst_desc = step.host_dst.get_desc();
-      step.host_dst_count = dst_desc.get_size() / memory::data_type_size(dst_desc.get_data_type());
+      if (step.host_dst) {
+        const memory::desc dst_desc = step.host_dst.get_desc();
+        step.host_dst_count = dst_desc.get_size() / memory::data_type_size(dst_desc.get_data_type());
+      }
       graph.steps_.push_back(std::move(step));
       continue;
     }
@@ -535,6 +563,15 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     }
     graph.steps_.push_back(std::move(step));
   }
+  // A NaN guard also takes its exact path for a constant holding a NaN or an infinity, anywhere in
+  // the graph (the value may reach it through other steps): the constants are scanned once, here.
+  const bool guarded = std::any_of(steps_.begin(), steps_.end(), [](const RecordedStep& recorded) {
+    return !recorded.primitive && recorded.host.kind == HostLoop::Kind::NonFiniteBranch;
+  });
+  for (BufferId id = 0; guarded && id < buffers_.size() && !graph.constants_non_finite_; ++id) {
+    graph.constants_non_finite_ = memories[id] && is_constant_buffer(id) && memory_holds_non_finite(memories[id]);
+  }
+  graph.guarded_ = guarded;
 }
 
 } // namespace executorch::backends::onednn

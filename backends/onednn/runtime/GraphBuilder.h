@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -191,6 +192,12 @@ class GraphBuilder {
       BufferId aux = kNoBuffer,
       const std::vector<BufferId>& more_sources = {});
 
+  // Records the steps `fast` adds, skipped at execute time when a graph input or a constant holds a
+  // NaN or an infinity, and after them the steps `exact` adds, run only then. Neither callback may
+  // ask for a value in a new layout: that conversion would be shared with later steps, which cannot
+  // know which path ran (checked).
+  void add_non_finite_branch(const std::function<void()>& fast, const std::function<void()>& exact);
+
   // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
   static dnnl::primitive_attr default_attr();
 
@@ -212,6 +219,7 @@ class GraphBuilder {
 
   BufferId add_buffer(Buffer buffer);
   BufferId root(BufferId id) const;
+  bool is_constant_buffer(BufferId id) const;
   void note_use(BufferId id);
   void bind_graph_outputs();
   size_t plan_arena();

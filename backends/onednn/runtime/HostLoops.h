@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "IndexKernels.h"
+#include "NanKernels.h"
 #include "RowKernels.h"
 
 namespace executorch::backends::onednn {
@@ -28,11 +29,19 @@ struct HostLoop {
     Gather, // dst = rows of src picked by the int64 indices in aux
     Elementwise, // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
     IndexPut, // dst = src with the points the more sources (int64) pick set from aux
+    // The NaN guards (NanKernels.h), no dst: unless a graph input or a constant holds a NaN or an
+    // infinity, the next `skip` steps (the fast path and its closing Jump) run; otherwise they are
+    // skipped for the exact path after them.
+    NonFiniteBranch,
+    Jump, // no dst: skips the next `skip` steps (the exact path of the branch before it)
+    KeepNan, // dst = NaN where src is NaN, elementwise, in place; f32 or bf16 (`bf16`)
+    MaxPool, // dst = PyTorch's max pooling of src, f32, plain
+    ReduceExtremum, // dst = max or min of src over the dims where dst has size 1, f32, plain
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill, Clamp: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  bool bf16 = false; // Fill, Clamp, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
   float upper = 0.0f; // Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).
@@ -50,6 +59,9 @@ struct HostLoop {
   GatherRows gather; // Gather
   ElementwiseLoop elementwise; // Elementwise
   IndexPutLoop index_put; // IndexPut
+  size_t skip = 0; // NonFiniteBranch, Jump
+  MaxPoolPlanes max_pool; // MaxPool
+  ExtremumReduction extremum; // ReduceExtremum
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "Algorithms.h"
 #include "InitError.h"
@@ -75,15 +76,32 @@ PostOps read_post_ops(
   ODNN_CHECK(entries.size() % 2 == 0, "attribute 'post_ops' must have an even number of entries");
   const size_t count = entries.size() / 2;
   const std::vector<double> params = step.floats("post_op_params", 2 * count);
+  const auto is_clamp = [&](size_t i) {
+    const int64_t code = entries[2 * i + 1];
+    return entries[2 * i] == static_cast<int64_t>(PostOpKind::Eltwise) &&
+        (code == static_cast<int64_t>(EltwiseAlg::Clip) ||
+         (code == static_cast<int64_t>(EltwiseAlg::Relu) && params[2 * i] == 0.0));
+  };
+  result.first_clamp = count;
+  for (size_t i = count; i-- > 0;) {
+    result.first_clamp = is_clamp(i) ? i : result.first_clamp;
+  }
   size_t slot = first_operand_slot;
   for (size_t i = 0; i < count; ++i) {
     const int64_t kind = entries[2 * i];
     const int64_t code = entries[2 * i + 1];
     if (kind == static_cast<int64_t>(PostOpKind::Eltwise)) {
-      result.ops.append_eltwise(
-          lookup_algorithm(kEltwiseAlgorithms, code, "post-op eltwise alg"),
-          static_cast<float>(params[2 * i]),
-          static_cast<float>(params[2 * i + 1]));
+      const algorithm alg = lookup_algorithm(kEltwiseAlgorithms, code, "post-op eltwise alg");
+      const auto alpha = static_cast<float>(params[2 * i]);
+      const auto beta = static_cast<float>(params[2 * i + 1]);
+      result.ops.append_eltwise(alg, alpha, beta);
+      if (i < result.first_clamp) {
+        result.before_clamps.append_eltwise(alg, alpha, beta);
+      }
+      // relu's alpha is its negative slope: a clamp is relu with alpha 0 or clip.
+      const bool clamp = is_clamp(i);
+      result.entries.push_back({false, clamp, alg, clamp && alg == algorithm::eltwise_relu ? 0.0f : alpha,
+                                clamp && alg == algorithm::eltwise_relu ? std::numeric_limits<float>::infinity() : beta});
       continue;
     }
     ODNN_CHECK(
@@ -105,7 +123,12 @@ PostOps read_post_ops(
     // keeps its own type (oneDNN converts), so an f32 residual is not rounded to bf16 first.
     const DataType type = graph.compute_type(value);
     const memory::desc desc = dims == dst ? any_desc(dims, type) : plain_desc(dims, type);
-    result.ops.append_binary(lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg"), desc);
+    const algorithm alg = lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg");
+    result.ops.append_binary(alg, desc);
+    if (i < result.first_clamp) {
+      result.before_clamps.append_binary(alg, desc);
+    }
+    result.entries.push_back({true, false, alg, 0.0f, 0.0f});
     result.operands.push_back({static_cast<int>(i), value, dims});
   }
   return result;
@@ -127,6 +150,59 @@ dnnl::primitive_attr attr_with(const PostOps& post_ops) {
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
   attr.set_post_ops(post_ops.ops);
   return attr;
+}
+
+void add_post_op_primitive(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const BuiltPrimitive& built,
+    const ArgList& args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake) {
+  const auto record = [&]() { graph.add_primitive(built.first, built.second, args); };
+  const auto find_arg = [&](int arg) {
+    const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
+    ODNN_CHECK(found != args.end(), "a primitive with post-ops lacks argument %d (internal error)", arg);
+    return found->second;
+  };
+  const BufferId dst = find_arg(DNNL_ARG_DST);
+  const memory::desc dst_desc = graph.buffer_desc(dst);
+  const DataType type = dst_desc.get_data_type();
+  // A clamp on the host also clamps the zeros padding a blocked dst, which must stay zero.
+  const bool padded = dst_desc.get_size() != plain_desc(dst_desc.get_dims(), type).get_size();
+  const bool keeps_padding = std::all_of(post_ops.entries.begin(), post_ops.entries.end(), [](const PostOps::Entry& entry) {
+    return !entry.clamp || (entry.alpha <= 0.0f && entry.beta >= 0.0f);
+  });
+  if (post_ops.first_clamp == post_ops.entries.size() || (type != DataType::f32 && type != DataType::bf16) ||
+      (padded && !keeps_padding)) {
+    record();
+    return;
+  }
+  const BuiltPrimitive before_clamp = remake(post_ops.before_clamps);
+  graph.add_non_finite_branch(record, [&]() {
+    graph.add_primitive(before_clamp.first, before_clamp.second, args);
+    // The rest of the chain, in place on dst: clamps on the host, the others as primitives.
+    for (size_t i = post_ops.first_clamp; i < post_ops.entries.size(); ++i) {
+      const PostOps::Entry& entry = post_ops.entries[i];
+      if (entry.clamp) {
+        HostLoop loop;
+        loop.kind = HostLoop::Kind::Clamp;
+        loop.value = entry.alpha;
+        loop.upper = entry.beta;
+        loop.bf16 = type == DataType::bf16;
+        graph.add_host_loop(loop, dst, dst);
+      } else if (!entry.binary) {
+        const dnnl::eltwise_forward::primitive_desc pd(
+            graph.engine(), dnnl::prop_kind::forward_inference, entry.alg, dst_desc, dst_desc, entry.alpha,
+            entry.beta, GraphBuilder::default_attr());
+        graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+      } else {
+        const BufferId operand = find_arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
+        const dnnl::binary::primitive_desc pd(
+            graph.engine(), entry.alg, dst_desc, graph.buffer_desc(operand), dst_desc, GraphBuilder::default_attr());
+        graph.add_primitive(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
+      }
+    }
+  });
 }
 
 Quantization read_quantization(

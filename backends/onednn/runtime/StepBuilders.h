@@ -3,6 +3,8 @@
 // the primitive. build_step() dispatches through a table indexed by StepKind.
 #pragma once
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -48,8 +50,20 @@ struct PostOps {
     uint32_t value;
     memory::dims dims; // left-padded to dst rank
   };
+  struct Entry {
+    bool binary;
+    // relu (negative slope 0) or clip, which oneDNN 3.2 computes with max/min, turning a NaN into the
+    // bound; alpha and beta are then the lower and upper bounds.
+    bool clamp;
+    dnnl::algorithm alg;
+    float alpha;
+    float beta;
+  };
   dnnl::post_ops ops;
   std::vector<Operand> operands;
+  std::vector<Entry> entries; // one per post-op, in order
+  size_t first_clamp = 0; // entries.size() when none
+  dnnl::post_ops before_clamps; // the chain up to the first clamp
 };
 
 // Reads `post_ops`/`post_op_params`; binary operands come from inputs[first_operand_slot...].
@@ -73,6 +87,19 @@ void add_post_op_args(
     ArgList& args);
 // The default attributes with the post-ops set.
 dnnl::primitive_attr attr_with(const PostOps& post_ops);
+
+// A primitive and its descriptor (for the scratchpad size).
+using BuiltPrimitive = std::pair<dnnl::primitive, dnnl::primitive_desc>;
+// Records `built` with `args`. When its post-ops hold a clamp, guards it: when a graph input holds a
+// NaN or an infinity, the computation up to the first clamp (`remake` of post_ops.before_clamps, with
+// the layouts `built` resolved) runs instead, then the rest of the chain step by step in place, the
+// clamps on the host, keeping a NaN.
+void add_post_op_primitive(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const BuiltPrimitive& built,
+    const ArgList& args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake);
 
 // Static int8: the scales and zero points a step reads at run time, from its attributes
 // `src_scale`, `src_zero_point`, `weight_scales` (one per output channel), `dst_scale` and

@@ -1,5 +1,6 @@
 // Handles of several programs executing at once on different threads, one handle refused to a second
-// thread while it executes, and resident memory that stays flat over many init/execute/destroy cycles.
+// thread while it executes, resident memory that stays flat over many init/execute/destroy cycles, and
+// the NaN guards' exact path, taken only for the inputs that need it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -274,6 +275,71 @@ TEST(Reliability, TwoThreadsSharingOneHandleGetItsResultOrInvalidStateNeverAWron
 // cycles here, and losing even 5 KiB a cycle would exceed the bound. 4 MiB leaves room for the
 // allocator's own drift (glibc keeps freed chunks in per-thread caches and arenas; measured 0 kB).
 // Smaller losses are LeakSanitizer's and valgrind's (scripts/run_sanitizers.sh, run_memcheck.sh).
+// A relu post-op turns a NaN into 0 in oneDNN 3.2: with a NaN in the input, the guarded convolution
+// reruns without it and clamps on the host. The next finite input takes the fused path again.
+TEST(Reliability, AFusedReluKeepsANaNOnlyWhereTheInputHasOne) {
+  auto runner = convolution(41);
+  ASSERT_EQ(runner->init(), Error::Ok);
+  ASSERT_EQ(runner->run(), Error::Ok);
+  const std::vector<float> finite = runner->output->data();
+  std::vector<float>& x = runner->input->data();
+  const float kept = x[5 * 16 + 7];
+  x[5 * 16 + 7] = std::numeric_limits<float>::quiet_NaN(); // channel 0, row 5, column 7
+  ASSERT_EQ(runner->run(), Error::Ok);
+  const std::vector<float>& y = runner->output->data();
+  for (size_t c = 0; c < 16; ++c) {
+    for (size_t h = 0; h < 16; ++h) {
+      for (size_t w = 0; w < 16; ++w) {
+        const size_t i = (c * 16 + h) * 16 + w;
+        const bool reached = h >= 4 && h <= 6 && w >= 6 && w <= 8; // the 3x3 windows holding (5, 7)
+        if (reached) {
+          EXPECT_TRUE(std::isnan(y[i])) << "channel " << c << " at " << h << "," << w;
+        } else {
+          EXPECT_EQ(y[i], finite[i]) << "channel " << c << " at " << h << "," << w;
+        }
+      }
+    }
+  }
+  x[5 * 16 + 7] = kept;
+  ASSERT_EQ(runner->run(), Error::Ok);
+  EXPECT_EQ(runner->output->data(), finite);
+}
+
+// Max pooling loses a NaN in oneDNN 3.2: with one in the input, PyTorch's windows run on the host.
+TEST(Reliability, MaxPoolingKeepsANaNAndAnInfinityOfItsWindow) {
+  Runner runner;
+  const uint32_t src = runner.model.input({1, 2, 4, 4});
+  const uint32_t dst = runner.model.value({1, 2, 2, 2});
+  runner.model.payload.step(Kind::Pooling, {src}, {dst},
+                            {ints("alg", {0}), ints("kernel", {2, 2}), ints("strides", {2, 2}),
+                             ints("padding_l", {0, 0}), ints("padding_r", {0, 0}), ints("dilation", {1, 1})});
+  runner.model.output(dst, {1, 2, 2, 2});
+  add_tensors(runner, 43);
+  ASSERT_EQ(runner.init(), Error::Ok);
+  std::vector<float>& x = runner.input->data();
+  x[0] = std::numeric_limits<float>::quiet_NaN(); // channel 0, window (0, 0)
+  x[16 + 15] = std::numeric_limits<float>::infinity(); // channel 1, window (1, 1)
+  ASSERT_EQ(runner.run(), Error::Ok);
+  const std::vector<float>& y = runner.output->data();
+  for (size_t c = 0; c < 2; ++c) {
+    for (size_t oh = 0; oh < 2; ++oh) {
+      for (size_t ow = 0; ow < 2; ++ow) {
+        float want = -std::numeric_limits<float>::infinity();
+        for (size_t h = 2 * oh; h < 2 * oh + 2; ++h) {
+          for (size_t w = 2 * ow; w < 2 * ow + 2; ++w) {
+            const float v = x[(c * 4 + h) * 4 + w];
+            want = std::isnan(want) || std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : std::max(want, v);
+          }
+        }
+        const float got = y[(c * 2 + oh) * 2 + ow];
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << c << "," << oh << "," << ow << ": " << got;
+      }
+    }
+  }
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[4 + 3], std::numeric_limits<float>::infinity());
+}
+
 TEST(Reliability, ResidentMemoryStaysFlatOverAThousandInitExecuteDestroyCycles) {
   std::unique_ptr<Runner> runner = matmul_relu(3);
   const std::vector<uint8_t> payload = runner->model.payload.build();
