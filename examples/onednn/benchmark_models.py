@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from executorch.backends.onednn.cli.zoo import MLP, UNet, _seeded, conv_bn, resnet18
 from torch import nn
-
-from examples.onednn.models import MLP, UNet, _seeded, conv_bn, resnet18
 
 ModelFactory = Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]
 

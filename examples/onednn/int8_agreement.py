@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.exir import to_edge_transform_and_lower
 from torch import nn
 from torch.nn import functional as F
 
 from examples.onednn.benchmark_flows import _onednn, _onednn_quantizer, _xnnpack, _xnnpack_quantizer
-from examples.onednn.models import MODELS
 
 TARGET = 0.99
 TRAINED = "trained_cnn"

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.exir import to_edge_transform_and_lower
 from executorch.exir.backend.partitioner import Partitioner
 from executorch.runtime import Runtime
-
-from examples.onednn.models import MODELS
 
 DELEGATE_CALL = torch.ops.higher_order.executorch_call_delegate
 

@@ -14,12 +14,11 @@ import executorch.exir as exir
 import pytest
 import torch
 from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner, effective_isa
+from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.onednn.serialization.schema import DType, StepKind
 from test_ops import CASES, OpCase
 from tester import classify, execute, flatten_outputs, lower, mismatch
 from torch import nn
-
-from examples.onednn.models import MODELS
 
 OP_TOLERANCE = 2e-2
 # Ops whose output magnitude amplifies an input's bf16 rounding (exp, pow, division by small values).

@@ -15,13 +15,12 @@ import torch
 from executorch.backends.onednn import OneDnnPartitioner, int8_products_exact
 from executorch.backends.onednn._passes import fuse_post_ops, passes_for, quantize_matmuls_dynamically, run_passes
 from executorch.backends.onednn._passes.dynamic_int8 import quantize_per_column
+from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
 from test_layouts import describe, execute_traced
 from tester import execute, lower, mismatch, needs_exact_int8
 from torch import nn
-
-from examples.onednn.models import MODELS
 
 LAYER_TOLERANCE = 2e-2
 MODEL_TOLERANCE = 4e-2

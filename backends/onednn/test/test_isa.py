@@ -26,7 +26,7 @@ CHILD = textwrap.dedent(
         onednn.set_max_isa(sys.argv[1])
     from executorch.exir import to_edge_transform_and_lower
     from executorch.runtime import Runtime
-    from examples.onednn.models import MODELS
+    from executorch.backends.onednn.cli.zoo import MODELS
 
     def run(model, inputs, partitioner):
         edge = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[partitioner])

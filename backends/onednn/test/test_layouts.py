@@ -23,6 +23,7 @@ import pytest
 import torch
 from executorch.backends.onednn import OneDnnBackend, onednn_preprocess
 from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batch_norm, run_passes
+from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.serialization.payload import Graph, deserialize
 from executorch.backends.onednn.serialization.schema import BinaryAlg, EltwiseAlg, PostOpKind, StepKind
 from executorch.exir.lowered_backend_module import LoweredBackendModule
@@ -30,8 +31,6 @@ from test_ops import Fn
 from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, in_worker, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
-
-from examples.onednn.models import randomize_batch_norms
 
 
 # --- running a program with oneDNN's verbose trace ------------------------------------------------------

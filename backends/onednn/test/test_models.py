@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from executorch.backends.onednn.cli.zoo import MODELS, TEST_MODELS
 from tester import run_and_compare
-
-from examples.onednn.models import MODELS, TEST_MODELS
 
 # Models the delegate must take whole: one delegate call, no compute left to ExecuTorch's kernels.
 FULLY_DELEGATED = ["resnet_small", "mobilenet_v2_small", "mlp", "unet_small", "resnet18", "transformer_encoder"]

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.ops import OP_RULES
 from executorch.exir import EdgeCompileConfig
 from test_dynamic_shapes import SIZE_ARITHMETIC_OPS  # exists only with dynamic shapes, run there
 from tester import DEFAULT_TOLERANCE, op_name, run_and_compare
 from torch import nn
 from torch.nn import functional as F
-
-from examples.onednn.models import randomize_batch_norms
 
 
 class Fn(nn.Module):

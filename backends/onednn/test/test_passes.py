@@ -15,13 +15,12 @@ from executorch.backends.onednn._passes import (
     run_passes,
     simplify_layout,
 )
+from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import NO_VALUE, BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from tester import execute, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
-
-from examples.onednn.models import randomize_batch_norms
 
 CONV, BN, MATMUL = StepKind.CONVOLUTION, StepKind.BATCH_NORM, StepKind.MATMUL
 ELTWISE, BINARY, CONCAT = StepKind.ELTWISE, StepKind.BINARY, StepKind.CONCAT
