@@ -3,7 +3,8 @@
 Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTorch's runtime in this
 process, so `.pte` files using the delegate run through `executorch.runtime` with no further step.
 `set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on;
-`set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to.
+`set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to; `set_verbose()`
+turns on oneDNN's log of each primitive it runs.
 """
 
 from ._runtime import (
@@ -14,6 +15,7 @@ from ._runtime import (
     load_runtime,
     set_max_isa,
     set_num_threads,
+    set_verbose,
 )
 from .onednn_preprocess import OneDnnBackend
 from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
@@ -36,4 +38,5 @@ __all__ = [
     "load_runtime",
     "set_max_isa",
     "set_num_threads",
+    "set_verbose",
 ]

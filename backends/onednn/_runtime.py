@@ -114,6 +114,17 @@ def effective_isa() -> str:
     return library.onednn_backend_effective_isa().decode()
 
 
+def set_verbose(level: int) -> None:
+    """oneDNN's verbose log on stdout (the backend option "verbose"): 0 off, 1 every primitive executed
+    with its time, 2 also every primitive created. ONEDNN_VERBOSE sets the level a process starts with."""
+    if isinstance(level, bool) or level not in (0, 1, 2):
+        raise ValueError(f"set_verbose expects 0, 1 or 2, got {level!r}")
+    library = load_runtime()
+    library.onednn_backend_set_verbose.argtypes = [ctypes.c_int]
+    library.onednn_backend_set_verbose.restype = ctypes.c_int
+    _check(library.onednn_backend_set_verbose(level), f"set_verbose({level})")
+
+
 # The instruction sets with VNNI, whose int8 products oneDNN accumulates in 32 bits (runtime/CpuIsa.h).
 EXACT_INT8_ISAS = frozenset(
     {"avx2_vnni", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+#include <executorch/runtime/core/event_tracer_hooks_delegate.h>
 #include <executorch/runtime/platform/log.h>
 
 #include "GraphBuilder.h"
@@ -129,6 +130,7 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
   for (size_t index = 0; index < payload.steps.size(); ++index) {
     const StepRecord& step = payload.steps[index];
     try {
+      builder.set_origin(static_cast<int64_t>(index));
       build_step_or_f32(step, index, builder);
     } catch (const InitError& error) {
       fail(error.code(), "step %zu (%s): %s", index, step_kind_name(step.kind), error.what());
@@ -141,6 +143,7 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
            static_cast<int>(error.status));
     }
   }
+  builder.set_origin(-1);
   builder.finish(*graph);
   return graph;
 }
@@ -193,7 +196,7 @@ Error CompiledGraph::check_argument(
   return Error::Ok;
 }
 
-Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
+Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer) noexcept {
   const size_t num_inputs = input_specs_.size();
   const size_t num_outputs = output_specs_.size();
   if (args.size() != num_inputs + num_outputs) {
@@ -238,8 +241,11 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
         if (step.primitive == nullptr && step.host.kind == HostLoop::Kind::NonFiniteBranch) {
           continue;
         }
+        const runtime::EventTracerEntry event =
+            runtime::event_tracer_start_profiling_delegate(tracer, step_names_[index].c_str(), -1);
         if (step.primitive == nullptr) {
           const Error error = run_host_step(step);
+          runtime::event_tracer_end_profiling_delegate(tracer, event);
           if (error != Error::Ok) {
             ET_LOG(Error, "OneDnnBackend: prepared step %zu (on the host) failed", index);
             return error;
@@ -248,6 +254,10 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
         }
         const dnnl_status_t status = dnnl_primitive_execute(
             step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
+        if (tracer != nullptr) {
+          stream.wait(); // the event ends when the primitive has
+        }
+        runtime::event_tracer_end_profiling_delegate(tracer, event);
         if (status != dnnl_success) {
           ET_LOG(
               Error,

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/event_tracer.h>
 #include <executorch/runtime/core/named_data_map.h>
 #include <executorch/runtime/core/span.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -66,8 +68,9 @@ class CompiledGraph {
       const runtime::NamedDataMap* named_data,
       SharedBlocks* shared = nullptr);
 
-  // args: graph inputs then graph outputs. Never throws, never allocates.
-  runtime::Error execute(runtime::Span<runtime::EValue*> args) noexcept;
+  // args: graph inputs then graph outputs. Never throws, never allocates. With `tracer` (ETDump), each
+  // prepared step is a delegate profiling event named after its payload step (step_names_).
+  runtime::Error execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer = nullptr) noexcept;
 
   size_t arena_bytes() const {
     return arena_bytes_;
@@ -111,6 +114,9 @@ class CompiledGraph {
   // Constants some step reads straight from the program's data (freed with the graph).
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> program_constants_;
   std::vector<PreparedStep> steps_;
+  // Per prepared step: "<payload step kind>#<index>", with ".reorder" or ".host" for the conversions
+  // and host loops a step adds, "outputs.reorder" for the final copies.
+  std::vector<std::string> step_names_;
   std::vector<Binding> bindings_;
   std::shared_ptr<uint8_t> arena_storage_;
   std::shared_ptr<uint8_t> weights_storage_; // constants packed into the layouts their primitives chose

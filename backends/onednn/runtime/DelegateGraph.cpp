@@ -139,7 +139,7 @@ Error DelegateGraph::skip_size_args(runtime::Span<runtime::EValue*>& args) noexc
   return Error::Ok;
 }
 
-Error DelegateGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
+Error DelegateGraph::execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer) noexcept {
   // A second thread would rebind the first one's memory objects mid-run: a wrong result, not a crash.
   if (executing_.exchange(true, std::memory_order_acquire)) {
     ET_LOG(
@@ -154,12 +154,12 @@ Error DelegateGraph::execute(runtime::Span<runtime::EValue*> args) noexcept {
       flag.store(false, std::memory_order_release);
     }
   } clear{executing_};
-  return execute_exclusively(args);
+  return execute_exclusively(args, tracer);
 }
 
-Error DelegateGraph::execute_exclusively(runtime::Span<runtime::EValue*> args) noexcept {
+Error DelegateGraph::execute_exclusively(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer) noexcept {
   if (payload_.symbols.empty()) {
-    return entries_.front().graph->execute(args);
+    return entries_.front().graph->execute(args, tracer);
   }
   Error error = skip_size_args(args);
   if (error != Error::Ok) {
@@ -171,7 +171,7 @@ Error DelegateGraph::execute_exclusively(runtime::Span<runtime::EValue*> args) n
   if (error == Error::Ok) {
     error = compile(sizes, graph);
   }
-  return error == Error::Ok ? graph->execute(args) : error;
+  return error == Error::Ok ? graph->execute(args, tracer) : error;
 }
 
 } // namespace executorch::backends::onednn

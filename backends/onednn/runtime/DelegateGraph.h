@@ -31,7 +31,7 @@ class DelegateGraph {
   // args: graph inputs then graph outputs. Never throws; allocates only to compile a new shape.
   // InvalidState while another thread executes this handle: like ExecuTorch's Method, a handle
   // runs one execution at a time (its bound memory objects, arena and shape cache are its own).
-  runtime::Error execute(runtime::Span<runtime::EValue*> args) noexcept;
+  runtime::Error execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer = nullptr) noexcept;
 
  private:
   using Sizes = std::array<int64_t, kMaxSymbols>;
@@ -51,7 +51,7 @@ class DelegateGraph {
   };
 
   DelegateGraph() = default;
-  runtime::Error execute_exclusively(runtime::Span<runtime::EValue*> args) noexcept;
+  runtime::Error execute_exclusively(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer) noexcept;
   void find_size_sources();
   runtime::Error skip_size_args(runtime::Span<runtime::EValue*>& args) noexcept;
   runtime::Error read_sizes(runtime::Span<runtime::EValue*> args, Sizes& sizes) const noexcept;

@@ -1,6 +1,7 @@
 #include "GraphBuilder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "CompiledGraph.h"
@@ -270,7 +271,7 @@ void GraphBuilder::add_primitive(
   for (const auto& arg : args) {
     note_use(arg.second);
   }
-  steps_.push_back({primitive, args, pd.scratchpad_desc(), HostLoop()});
+  record({primitive, args, pd.scratchpad_desc(), HostLoop()});
 }
 
 void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
@@ -305,7 +306,7 @@ void GraphBuilder::add_host_loop(
   for (const auto& arg : args) {
     note_use(arg.second);
   }
-  steps_.push_back({dnnl::primitive(), args, memory::desc(), loop});
+  record({dnnl::primitive(), args, memory::desc(), loop});
 }
 
 void GraphBuilder::add_non_finite_branch(
@@ -315,18 +316,41 @@ void GraphBuilder::add_non_finite_branch(
   branch.kind = HostLoop::Kind::NonFiniteBranch;
   const size_t conversions = conversions_.size();
   const size_t branch_index = steps_.size();
-  steps_.push_back({dnnl::primitive(), {}, memory::desc(), branch});
+  record({dnnl::primitive(), {}, memory::desc(), branch});
   fast();
   const size_t jump_index = steps_.size();
   HostLoop jump;
   jump.kind = HostLoop::Kind::Jump;
-  steps_.push_back({dnnl::primitive(), {}, memory::desc(), jump});
+  record({dnnl::primitive(), {}, memory::desc(), jump});
   exact();
   steps_[branch_index].host.skip = jump_index - branch_index;
   steps_[jump_index].host.skip = steps_.size() - jump_index - 1;
   ODNN_CHECK(
       conversions_.size() == conversions,
       "a guarded step converted a value inside its branch (internal error)");
+}
+
+void GraphBuilder::record(RecordedStep step) {
+  step.origin = origin_;
+  steps_.push_back(std::move(step));
+}
+
+std::string GraphBuilder::event_name(const RecordedStep& step) const {
+  if (step.origin < 0) {
+    return "outputs.reorder";
+  }
+  const StepKind kind = payload_.steps[static_cast<size_t>(step.origin)].kind;
+  std::string name = step_kind_name(kind);
+  for (char& c : name) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  name += "#" + std::to_string(step.origin);
+  if (!step.primitive) {
+    return kind == StepKind::HostElementwise ? name : name + ".host";
+  }
+  // A reorder is the work of a REORDER step and of a RESHAPE that copies, a conversion elsewhere.
+  const bool reorder = step.primitive.get_kind() == dnnl::primitive::kind::reorder;
+  return reorder && kind != StepKind::Reorder && kind != StepKind::Reshape ? name + ".reorder" : name;
 }
 
 bool GraphBuilder::is_constant_buffer(BufferId id) const {
@@ -532,6 +556,7 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     return memories[id];
   };
   for (const RecordedStep& recorded : steps_) {
+    graph.step_names_.push_back(event_name(recorded));
     CompiledGraph::PreparedStep step;
     if (!recorded.primitive) {
       step.host = recorded.host;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -198,6 +199,11 @@ class GraphBuilder {
   // know which path ran (checked).
   void add_non_finite_branch(const std::function<void()>& fast, const std::function<void()>& exact);
 
+  // The payload step the steps recorded from now on belong to (-1: none), for their event names.
+  void set_origin(int64_t step) {
+    origin_ = step;
+  }
+
   // Every primitive runs with a user-provided scratchpad (one buffer shared by all steps).
   static dnnl::primitive_attr default_attr();
 
@@ -210,6 +216,7 @@ class GraphBuilder {
     ArgList args;
     memory::desc scratchpad;
     HostLoop host;
+    int64_t origin = -1; // the payload step it belongs to
   };
   struct Conversion {
     BufferId source;
@@ -218,6 +225,8 @@ class GraphBuilder {
   };
 
   BufferId add_buffer(Buffer buffer);
+  void record(RecordedStep step);
+  std::string event_name(const RecordedStep& step) const;
   BufferId root(BufferId id) const;
   bool is_constant_buffer(BufferId id) const;
   void note_use(BufferId id);
@@ -239,6 +248,7 @@ class GraphBuilder {
   std::vector<Conversion> conversions_;
   std::vector<std::pair<BufferId, uint32_t>> results_to_convert_; // (computed, value) in this step
   bool compute_in_f32_ = false;
+  int64_t origin_ = -1;
   std::vector<RecordedStep> steps_;
 };
 

@@ -1,7 +1,9 @@
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads" and "max_isa". Registered from a static initializer.
+// "num_threads", "max_isa" and "verbose". Registered from a static initializer.
 #include <array>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <variant>
@@ -30,6 +32,20 @@ using runtime::EValue;
 using runtime::FreeableBuffer;
 using runtime::Result;
 using runtime::Span;
+
+// oneDNN's verbose level (0: off, 1: each primitive's execution, 2: also its creation), printed to
+// stdout by oneDNN. It starts as ONEDNN_VERBOSE says, which oneDNN reads itself.
+constexpr char kVerboseOption[] = "verbose";
+std::atomic<int> verbose_level{-1}; // -1: not set here
+
+int current_verbose_level() {
+  const int level = verbose_level.load();
+  if (level >= 0) {
+    return level;
+  }
+  const char* text = std::getenv("ONEDNN_VERBOSE");
+  return text == nullptr ? 0 : std::atoi(text);
+}
 
 class OneDnnBackend final : public runtime::BackendInterface {
  public:
@@ -69,25 +85,34 @@ class OneDnnBackend final : public runtime::BackendInterface {
     return graph.release();
   }
 
-  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args)
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args)
       const override {
     if (handle == nullptr) {
       ET_LOG(Error, "OneDnnBackend: execute called with a null handle");
       return Error::InvalidArgument;
     }
-    return static_cast<DelegateGraph*>(handle)->execute(args);
+    return static_cast<DelegateGraph*>(handle)->execute(args, context.event_tracer());
   }
 
   void destroy(DelegateHandle* handle) const override {
     delete static_cast<DelegateGraph*>(handle);
   }
 
-  // "num_threads" (int, 0: the default) and "max_isa" (string, CpuIsa.h). Every option is checked
-  // before any applies, so a refused list changes nothing.
+  // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h) and "verbose" (int 0..2). Every
+  // option is checked before any applies, so a refused list changes nothing.
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
     const char* max_isa = nullptr;
+    const int* verbose = nullptr;
     for (const BackendOption& option : options) {
+      if (has_key(option, kVerboseOption)) {
+        verbose = std::get_if<int>(&option.value);
+        if (verbose == nullptr || *verbose < 0 || *verbose > 2) {
+          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (off), 1 (executions) or 2 (also creations)", kVerboseOption);
+          return Error::InvalidArgument;
+        }
+        continue;
+      }
       if (has_key(option, kNumThreadsOption)) {
         threads = std::get_if<int>(&option.value);
         if (threads == nullptr || *threads < 0) {
@@ -112,13 +137,24 @@ class OneDnnBackend final : public runtime::BackendInterface {
         return error;
       }
     }
+    if (verbose != nullptr) {
+      if (dnnl_set_verbose(*verbose) != dnnl_success) {
+        ET_LOG(Error, "OneDnnBackend: oneDNN refused verbose level %d", *verbose);
+        return Error::Internal;
+      }
+      verbose_level.store(*verbose);
+    }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
 
   // Fills "num_threads" with the count oneDNN runs with now, "max_isa" with the instruction set it
-  // dispatches to.
+  // dispatches to, "verbose" with the level.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
+      if (has_key(option, kVerboseOption)) {
+        option.value = current_verbose_level();
+        continue;
+      }
       if (has_key(option, kMaxIsaOption)) {
         std::array<char, runtime::kMaxOptionValueLength> text{};
         std::strncpy(text.data(), effective_isa_name(), text.size() - 1);
@@ -191,4 +227,11 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_set_max_isa
 // The effective instruction set's name (static storage; never null).
 extern "C" __attribute__((visibility("default"))) const char* onednn_backend_effective_isa() {
   return executorch::backends::onednn::effective_isa_name();
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_verbose(int level) {
+  using namespace executorch::backends::onednn;
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kVerboseOption, level);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
 }

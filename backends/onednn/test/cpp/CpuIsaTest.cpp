@@ -56,3 +56,38 @@ TEST(CpuIsaOption, CapRefusedOnceOneDnnHasStartedChangesNothing) {
 }
 
 } // namespace
+
+namespace {
+
+int verbose_level() {
+  BackendOptions<1> query;
+  query.set_option("verbose", -1);
+  int level = -1;
+  if (executorch::runtime::get_option(kBackend, query.view()) != Error::Ok ||
+      query.get_option("verbose", level) != Error::Ok) {
+    return -1;
+  }
+  return level;
+}
+
+} // namespace
+
+// "verbose" sets oneDNN's log level; a level it lacks, or a refused list, changes nothing.
+TEST(VerboseOption, SetsAndReportsTheLevelAndRefusesOthers) {
+  BackendOptions<1> on;
+  on.set_option("verbose", 1);
+  ASSERT_EQ(executorch::runtime::set_option(kBackend, on.view()), Error::Ok);
+  EXPECT_EQ(verbose_level(), 1);
+  BackendOptions<2> refused;
+  refused.set_option("verbose", 0);
+  refused.set_option("num_threads", -3);
+  EXPECT_EQ(executorch::runtime::set_option(kBackend, refused.view()), Error::InvalidArgument);
+  EXPECT_EQ(verbose_level(), 1);
+  BackendOptions<1> too_high;
+  too_high.set_option("verbose", 3);
+  EXPECT_EQ(executorch::runtime::set_option(kBackend, too_high.view()), Error::InvalidArgument);
+  BackendOptions<1> off;
+  off.set_option("verbose", 0);
+  ASSERT_EQ(executorch::runtime::set_option(kBackend, off.view()), Error::Ok);
+  EXPECT_EQ(verbose_level(), 0);
+}

@@ -1,0 +1,82 @@
+"""ETDump profiling: each prepared step of the runtime is a delegate event that the devtools Inspector
+shows, named after the payload step it belongs to. And oneDNN's verbose log, switched on at run time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from executorch.devtools import Inspector
+from executorch.runtime import Runtime
+from tester import lower
+from torch import nn
+
+
+def test_the_inspector_shows_a_timed_event_for_every_step_of_the_delegate(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 16, 4)
+    )
+    x = torch.randn(1, 3, 8, 8)
+    lowered = lower(model.eval(), (x,))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (tmp_path / "model.pte").write_bytes(lowered.buffer)
+    program = Runtime.get().load_program(tmp_path / "model.pte", enable_etdump=True, debug_buffer_size=1 << 20)
+    method = program.load_method("forward")
+    for _ in range(3):
+        method.execute([x])
+    del method
+    program.write_etdump_result_to_file(str(tmp_path / "run.etdp"), str(tmp_path / "debug.bin"))
+
+    inspector = Inspector(etdump_path=str(tmp_path / "run.etdp"))
+    (block,) = [block for block in inspector.event_blocks if block.name == "Execute"]
+    events = {event.name: event for event in block.events if event.is_delegated_op}
+    expected = {f"{step.kind.name.lower()}#{index}" for index, step in enumerate(lowered.steps())}
+    assert expected <= set(events), f"missing {expected - set(events)}; got {sorted(events)}"
+    for name in expected:
+        times = events[name].perf_data.raw
+        assert len(times) == 3 and all(ms > 0 for ms in times), (name, times)
+
+
+def test_no_event_tracer_no_events_and_the_same_results() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.GELU()).eval()
+    x = torch.randn(2, 8)
+    lowered = lower(model, (x,))
+    traced = Runtime.get().load_program(lowered.buffer, enable_etdump=True, debug_buffer_size=1 << 16)
+    plain = Runtime.get().load_program(lowered.buffer)
+    got_traced = traced.load_method("forward").execute([x])[0]
+    got_plain = plain.load_method("forward").execute([x])[0]
+    assert torch.equal(got_traced, got_plain)
+
+
+VERBOSE_RUN = """
+import torch
+from executorch.backends.onednn import OneDnnPartitioner, set_verbose
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
+
+model = torch.nn.Linear(8, 8).eval()
+x = torch.randn(2, 8)
+program = to_edge_transform_and_lower(torch.export.export(model, (x,)), partitioner=[OneDnnPartitioner()])
+method_program = Runtime.get().load_program(program.to_executorch().buffer)
+method = method_program.load_method("forward")
+method.execute([x])
+print("--- verbose on", flush=True)
+set_verbose(1)
+method.execute([x])
+set_verbose(0)
+print("--- verbose off", flush=True)
+method.execute([x])
+"""
+
+
+def test_set_verbose_logs_each_primitive_run_while_on() -> None:
+    result = subprocess.run([sys.executable, "-c", VERBOSE_RUN], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    before, _, rest = result.stdout.partition("--- verbose on")
+    during, _, after = rest.partition("--- verbose off")
+    assert "onednn_verbose" not in before and "onednn_verbose" not in after
+    assert "onednn_verbose" in during and ",exec," in during and "matmul" in during, during
