@@ -12,7 +12,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ._passes import compute_in_bf16, passes_for, plan_layouts, run_passes
+from ._passes import compute_in_bf16, keeping_sources, passes_for, plan_layouts, run_passes
 from .ops import Unsupported, lower_program
 from .ops.context import Bound
 from .serialization.payload import Graph, serialize, symbols_of
@@ -53,8 +53,8 @@ def lower_and_plan(
     dynamic_int8 = spec_value(compile_specs, DYNAMIC_INT8_SPEC) == "1"
     graph = run_passes(lower_program(edge_program, bound, size_one), passes_for(dynamic_int8))
     if precision_of(compile_specs) == "bf16":
-        graph = compute_in_bf16(graph)
-    return plan_layouts(graph)
+        graph = keeping_sources(compute_in_bf16, graph)
+    return keeping_sources(plan_layouts, graph)
 
 
 def specialization_mismatch(dynamic: Graph, at_min: Graph) -> str | None:
@@ -105,6 +105,19 @@ def lower_for_every_size(edge_program: ExportedProgram, compile_specs: list[Comp
     raise Unsupported(f"the delegated graph cannot follow the program's dynamic sizes: {mismatch}")
 
 
+def event_sources(graph: Graph) -> dict[str, tuple[int, ...]]:
+    """The runtime's profiling event of payload step i is "<kind>#<i>" (and ".reorder"/".host" for the
+    conversions and host loops it adds): each maps to the debug handles of the nodes the step computes,
+    so the devtools Inspector can name the source ops of each event."""
+    sources = {}
+    for index, step in enumerate(graph.steps):
+        if step.sources:
+            name = f"{step.kind.name.lower()}#{index}"
+            for suffix in ("", ".reorder", ".host"):
+                sources[name + suffix] = tuple(sorted(step.sources))
+    return sources
+
+
 @final
 class OneDnnBackend(BackendDetails):
     @staticmethod
@@ -122,5 +135,6 @@ class OneDnnBackend(BackendDetails):
                 graph.values[value_id].constant_checksum = zlib.crc32(data)
         return PreprocessResult(
             processed_bytes=serialize(graph),
+            debug_handle_map=event_sources(graph),
             data_store_output=store.get_named_data_store_output(),
         )

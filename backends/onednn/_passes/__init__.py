@@ -16,6 +16,7 @@ from .fuse_requantize import fuse_requantize
 from .fuse_rms_norm import fuse_rms_norm
 from .mixed_precision import compute_in_bf16
 from .plan_layouts import plan_layouts
+from .provenance import keeping_sources
 from .rotate_half import rotate_half_as_matmul
 from .simplify_layout import simplify_layout
 
@@ -36,7 +37,7 @@ PASSES: list[GraphPass] = [
 
 def run_passes(graph: Graph, passes: list[GraphPass] | None = None) -> Graph:
     for graph_pass in PASSES if passes is None else passes:
-        graph = graph_pass(graph)
+        graph = keeping_sources(graph_pass, graph)
     return graph
 
 
@@ -60,6 +61,7 @@ __all__ = [
     "fuse_post_ops",
     "fuse_requantize",
     "fuse_rms_norm",
+    "keeping_sources",
     "passes_for",
     "plan_layouts",
     "quantize_matmuls_dynamically",

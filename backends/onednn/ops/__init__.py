@@ -96,6 +96,8 @@ def lower_program(ep: ExportedProgram, bound: Bound = "max", size_one: bool = Tr
             rule = rule_for(node)
             if rule is None:
                 raise Unsupported(f"no oneDNN rule for {node.target} ({node.name})")
+            handle = node.meta.get("debug_handle")
+            ctx.sources = frozenset([handle]) if isinstance(handle, int) else frozenset()
             rule.lower(ctx, node)
         elif node.op == "output":
             for out in node.args[0]:

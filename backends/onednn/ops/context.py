@@ -174,6 +174,8 @@ class LoweringContext:
         self.node_values: dict[Node, int] = {}
         # Ops with several tensor results (split): node -> one value per result.
         self.multi_values: dict[Node, list[int]] = {}
+        # The debug handle of the node being lowered, given to the steps it emits (Step.sources).
+        self.sources: frozenset[int] = frozenset()
 
     def value(self, node: object, dtypes: set[torch.dtype] = SUPPORTED_DTYPES) -> int:
         """The node's value id; a constant or a graph input when first seen, of one of `dtypes`."""
@@ -268,5 +270,6 @@ class LoweringContext:
             outputs,
             dict(ints or {}),
             dict(floats or {}),
+            self.sources,
         )
         return self.graph.add_step(step)

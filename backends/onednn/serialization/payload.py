@@ -59,6 +59,9 @@ class Step:
     outputs: list[int]
     ints: dict[str, list[int]] = field(default_factory=dict)
     floats: dict[str, list[float]] = field(default_factory=dict)
+    # The debug handles of the FX nodes this step computes (ahead of time only, not serialized):
+    # preprocess() maps each step's profiling event to them for the devtools Inspector.
+    sources: frozenset[int] = field(default_factory=frozenset, compare=False)
 
 
 @dataclass

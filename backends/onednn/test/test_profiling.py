@@ -8,36 +8,54 @@ import sys
 from pathlib import Path
 
 import torch
+from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn.serialization.payload import deserialize
 from executorch.devtools import Inspector
+from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
 from tester import lower
 from torch import nn
 
 
-def test_the_inspector_shows_a_timed_event_for_every_step_of_the_delegate(tmp_path: Path) -> None:
+def test_the_inspector_shows_a_timed_event_for_every_step_named_by_its_source_ops(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 16, 4)
-    )
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 4)
+    ).eval()
     x = torch.randn(1, 3, 8, 8)
-    lowered = lower(model.eval(), (x,))
-    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
-    (tmp_path / "model.pte").write_bytes(lowered.buffer)
-    program = Runtime.get().load_program(tmp_path / "model.pte", enable_etdump=True, debug_buffer_size=1 << 20)
-    method = program.load_method("forward")
+    edge = to_edge_transform_and_lower(
+        torch.export.export(model, (x,)), partitioner=[OneDnnPartitioner()], generate_etrecord=True
+    )
+    program = edge.to_executorch()
+    (tmp_path / "model.pte").write_bytes(program.buffer)
+    program.get_etrecord().save(str(tmp_path / "model.etrecord"))
+    loaded = Runtime.get().load_program(tmp_path / "model.pte", enable_etdump=True, debug_buffer_size=1 << 20)
+    method = loaded.load_method("forward")
     for _ in range(3):
         method.execute([x])
     del method
-    program.write_etdump_result_to_file(str(tmp_path / "run.etdp"), str(tmp_path / "debug.bin"))
+    loaded.write_etdump_result_to_file(str(tmp_path / "run.etdp"), str(tmp_path / "debug.bin"))
 
-    inspector = Inspector(etdump_path=str(tmp_path / "run.etdp"))
+    inspector = Inspector(etdump_path=str(tmp_path / "run.etdp"), etrecord=str(tmp_path / "model.etrecord"))
     (block,) = [block for block in inspector.event_blocks if block.name == "Execute"]
-    events = {event.name: event for event in block.events if event.is_delegated_op}
-    expected = {f"{step.kind.name.lower()}#{index}" for index, step in enumerate(lowered.steps())}
+    events = {event.name: event for event in block.events if event.is_delegated_op and "#" in event.name}
+    steps = deserialize(edge.exported_program().graph_module.lowered_module_0.processed_bytes).steps
+    expected = {f"{step.kind.name.lower()}#{index}" for index, step in enumerate(steps)}
     assert expected <= set(events), f"missing {expected - set(events)}; got {sorted(events)}"
     for name in expected:
-        times = events[name].perf_data.raw
-        assert len(times) == 3 and all(ms > 0 for ms in times), (name, times)
+        event = events[name]
+        assert event.delegate_backend_name == "OneDnnBackend"
+        assert len(event.perf_data.raw) == 3 and all(ms > 0 for ms in event.perf_data.raw), (name, event.perf_data.raw)
+        assert event.op_types, f"{name} maps to no source op"
+    # batch norm folded and relu fused into the convolution: its event names all three.
+    assert set(events["convolution#0"].op_types) == {
+        "aten.convolution.default",
+        "aten._native_batch_norm_legit_no_training.default",
+        "aten.relu.default",
+    }
+    assert {"aten.max_pool2d_with_indices.default", "aten.linear.default"} <= {
+        op for event in events.values() for op in event.op_types
+    }
 
 
 def test_no_event_tracer_no_events_and_the_same_results() -> None:
