@@ -34,7 +34,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, help="threads for oneDNN, XNNPACK and torch (default: their own)")
-    parser.add_argument("--out", type=Path, default=Path("bench"), help="--model: folder for .pte files, table, chart")
+    parser.add_argument(
+        "--out", type=Path, default=Path("bench"), help="folder for the table and the chart (and --model's .pte files)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -116,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         times = time_method(method, random_inputs(program), args.runs, args.warmup, f"timing {args.pte.name}")
         print(f"{args.pte}: {_summary(times)}")
         del method
+        _write(args.out, str(args.pte), [(args.pte.name, statistics.median(times))])
         return 0
     flows = args.flows.split(",")
     unknown = set(flows) - set(FLOWS)
@@ -135,9 +138,14 @@ def run(args: argparse.Namespace) -> int:
         rows.append((FLOWS[flow], statistics.median(times)))
         print(f"{FLOWS[flow]}: {_summary(times)}")
     shapes = ", ".join("x".join(str(d) for d in x.shape) for x in inputs)
-    table = [f"# {args.model} ({shapes})", "", "| flow | median ms |", "|---|---|"]
-    table += [f"| {label} | {ms:.3f} |" for label, ms in rows]
-    (args.out / "results.md").write_text("\n".join(table) + "\n")
-    _chart(rows, f"{args.model} ({shapes})", args.out / "latency.png")
-    print(f"wrote {args.out / 'results.md'} and {args.out / 'latency.png'}")
+    _write(args.out, f"{args.model} ({shapes})", rows)
     return 0
+
+
+def _write(out: Path, title: str, rows: list[tuple[str, float]]) -> None:
+    """results.md and latency.png in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = [f"# {title}", "", "| flow | median ms |", "|---|---|", *(f"| {label} | {ms:.3f} |" for label, ms in rows)]
+    (out / "results.md").write_text("\n".join(table) + "\n")
+    _chart(rows, title, out / "latency.png")
+    print(f"wrote {out / 'results.md'} and {out / 'latency.png'}")

@@ -70,8 +70,10 @@ def test_export_run_inspect_and_bench_a_zoo_model(tmp_path: Path, capsys: pytest
     report = json.loads((tmp_path / "r.json").read_text())
     (instruction,) = report["methods"][0]["instructions"]
     assert instruction["delegated"] and instruction["detail"]["weight_bytes"] > 0
-    code, out, err = _cli(capsys, "bench", pte, "--runs", "3", "--threads", "2")
+    code, out, err = _cli(capsys, "bench", pte, "--runs", "3", "--threads", "2", "--out", tmp_path / "bench")
     assert code == 0 and "ms median" in out and "3/3" in err  # the progress bar, finished
+    assert "| mlp.pte |" in (tmp_path / "bench" / "results.md").read_text()
+    assert (tmp_path / "bench" / "latency.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_inspect_says_why_an_op_was_left_and_compares_the_subgraphs(
