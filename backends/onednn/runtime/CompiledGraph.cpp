@@ -233,12 +233,12 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
       const bool exact_paths = guarded_ && needs_exact_paths(args);
       for (size_t index = 0; index < steps_.size(); ++index) {
         const PreparedStep& step = steps_[index];
-        if (step.primitive == nullptr && (step.host.kind == HostLoop::Kind::Jump ||
-                                          (step.host.kind == HostLoop::Kind::NonFiniteBranch && exact_paths))) {
-          index += step.host.skip;
+        if (step.primitive == nullptr && step.host.kind == HostLoop::Kind::NonFiniteBranch) {
+          index += exact_paths ? step.host.skip : 0; // to the exact path, else on to the fast one
           continue;
         }
-        if (step.primitive == nullptr && step.host.kind == HostLoop::Kind::NonFiniteBranch) {
+        if (step.primitive == nullptr && step.host.kind == HostLoop::Kind::Jump) {
+          index += step.host.skip; // the fast path ran: past the exact one
           continue;
         }
         const runtime::EventTracerEntry event =

@@ -165,8 +165,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   quantization.add_args(args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
   add_post_op_primitive(graph, post_ops, built, args, [&](const dnnl::post_ops& ops) {
-    dnnl::primitive_attr exact = GraphBuilder::default_attr();
-    exact.set_post_ops(ops);
+    dnnl::primitive_attr exact = attr_with(ops);
     quantization.apply(exact);
     return build(pd.src_desc(0), pd.weights_desc(0), pd.dst_desc(0), exact);
   });
@@ -406,8 +405,7 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
     args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   }
   add_post_op_primitive(graph, post_ops, {dnnl::matmul(pd), pd}, args, [&](const dnnl::post_ops& ops) {
-    dnnl::primitive_attr exact = GraphBuilder::default_attr();
-    exact.set_post_ops(ops);
+    dnnl::primitive_attr exact = attr_with(ops);
     quantization.apply(exact);
     const Pd without_clamps = make_pd_with(pd.src_desc(), pd.weights_desc(), exact);
     return BuiltPrimitive{dnnl::matmul(without_clamps), without_clamps};

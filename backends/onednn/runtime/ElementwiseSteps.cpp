@@ -162,8 +162,7 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   add_post_op_args(post_ops, pd, graph, args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   add_post_op_primitive(graph, post_ops, {dnnl::binary(pd), pd}, args, [&](const dnnl::post_ops& ops) {
-    dnnl::primitive_attr exact = GraphBuilder::default_attr();
-    exact.set_post_ops(ops);
+    dnnl::primitive_attr exact = attr_with(ops);
     const dnnl::binary::primitive_desc without_clamps(
         graph.engine(), alg, pd.src_desc(0), pd.src_desc(1), pd.dst_desc(), exact);
     return BuiltPrimitive{dnnl::binary(without_clamps), without_clamps};

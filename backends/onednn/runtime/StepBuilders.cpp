@@ -146,9 +146,9 @@ void add_post_op_args(
   }
 }
 
-dnnl::primitive_attr attr_with(const PostOps& post_ops) {
+dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
-  attr.set_post_ops(post_ops.ops);
+  attr.set_post_ops(ops);
   return attr;
 }
 

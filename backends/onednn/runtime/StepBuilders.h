@@ -86,7 +86,10 @@ void add_post_op_args(
     GraphBuilder& graph,
     ArgList& args);
 // The default attributes with the post-ops set.
-dnnl::primitive_attr attr_with(const PostOps& post_ops);
+dnnl::primitive_attr attr_with(const dnnl::post_ops& ops);
+inline dnnl::primitive_attr attr_with(const PostOps& post_ops) {
+  return attr_with(post_ops.ops);
+}
 
 // A primitive and its descriptor (for the scratchpad size).
 using BuiltPrimitive = std::pair<dnnl::primitive, dnnl::primitive_desc>;
