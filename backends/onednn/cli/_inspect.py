@@ -5,6 +5,7 @@ report with the program drawn; `--compare` runs each delegated subgraph against 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -63,11 +64,16 @@ def _reasons(pte: Path) -> list[dict[str, str]]:
     return json.loads(record.read_text())["left_to_executorch"] if record.exists() else []
 
 
-def _why_left(op_name: str, recorded: bool) -> str:
+@functools.cache
+def _ops_with_rules() -> frozenset[str]:
+    """`aten::name` of every op the partitioner has a rule for (any overload)."""
     from ..ops import OP_RULES
 
-    has_rule = any(getattr(op, "name", lambda: "")().split(".")[0] == op_name for op in OP_RULES)
-    if not has_rule:
+    return frozenset(op.name().split(".")[0] for op in OP_RULES if hasattr(op, "name"))
+
+
+def _why_left(op_name: str, recorded: bool) -> str:
+    if op_name not in _ops_with_rules():
         return f"oneDNN has no rule for {op_name}"
     if recorded:
         return "refused for this instance (see the partitioner's reasons)"
