@@ -113,17 +113,20 @@ def load_program(path: Path, data_path: Path | None = None) -> Any:
         raise CliError(f"{path} is not a program ExecuTorch can load ({error})") from error
 
 
+def input_specs(program: Any, method: str = "forward") -> list[tuple[torch.dtype | None, tuple[int, ...]]]:
+    """(dtype, sizes) of each input the method declares; dtype None for an ExecuTorch type not mapped here."""
+    meta = program.metadata(method)
+    tensors = [meta.input_tensor_meta(index) for index in range(meta.num_inputs())]
+    return [(SCALAR_TYPES.get(tensor.dtype()), tuple(tensor.sizes())) for tensor in tensors]
+
+
 def random_inputs(program: Any, method: str = "forward", seed: int = 0) -> tuple[torch.Tensor, ...]:
     """Inputs of the shapes and dtypes the method expects: normal floats, small integers, booleans."""
-    meta = program.metadata(method)
     generator = torch.Generator().manual_seed(seed)
     inputs = []
-    for index in range(meta.num_inputs()):
-        tensor = meta.input_tensor_meta(index)
-        dtype = SCALAR_TYPES.get(tensor.dtype())
+    for index, (dtype, sizes) in enumerate(input_specs(program, method)):
         if dtype is None:
-            raise CliError(f"input {index} has ExecuTorch dtype code {tensor.dtype()}: give it in a file with --inputs")
-        sizes = tuple(tensor.sizes())
+            raise CliError(f"input {index} has an ExecuTorch dtype not handled here: give it in a file with --inputs")
         if dtype.is_floating_point:
             inputs.append(torch.randn(sizes, generator=generator).to(dtype))
         elif dtype == torch.bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,11 @@ from typing import Any
 
 import torch
 
+from ..serialization.schema import TORCH_TO_DTYPE
 from ._common import CliError, load_model, parse_shape, progress
 from ._report import write_html
 
-DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "S8": 1, "U8": 1, "S32": 4, "S64": 8, "BOOL": 1}
+ELEMENT_BYTES = {dtype: torch_dtype.itemsize for torch_dtype, dtype in TORCH_TO_DTYPE.items()}
 
 
 @dataclass
@@ -109,9 +111,7 @@ def read_methods(buffer: bytes, recorded: bool) -> list[MethodReport]:
                     except (PayloadError, IndexError) as error:
                         raise CliError(f"method {plan.name}: a oneDNN payload is damaged ({error})") from error
                     weights = sum(
-                        DTYPE_BYTES.get(v.dtype.name, 4) * int(torch.tensor(v.dims).prod().item())
-                        for v in graph.values
-                        if v.constant_key is not None
+                        ELEMENT_BYTES[v.dtype] * math.prod(v.dims) for v in graph.values if v.constant_key is not None
                     )
                     detail |= {"steps": dict(Counter(step.kind.name for step in graph.steps)), "weight_bytes": weights}
                     outputs = len(graph.outputs)

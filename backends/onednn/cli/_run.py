@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ._common import CliError, load_method, load_program, random_inputs, read_inputs
+from ._common import CliError, input_specs, load_method, load_program, random_inputs, read_inputs
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,13 +34,13 @@ def add_parser(subparsers: Any) -> None:
 
 def check_inputs(program: Any, method: str, inputs: tuple[torch.Tensor, ...]) -> None:
     """Refuses inputs of the wrong count, shape or dtype with what was expected."""
-    expected = random_inputs(program, method)
+    expected = input_specs(program, method)
     if len(inputs) != len(expected):
         raise CliError(f"method {method!r} takes {len(expected)} input(s), got {len(inputs)}")
-    for index, (got, want) in enumerate(zip(inputs, expected)):
-        if got.dtype != want.dtype or got.shape != want.shape:
+    for index, (got, (dtype, sizes)) in enumerate(zip(inputs, expected)):
+        if (dtype is not None and got.dtype != dtype) or tuple(got.shape) != sizes:
             raise CliError(
-                f"input {index}: expected {want.dtype} {tuple(want.shape)}, got {got.dtype} {tuple(got.shape)} "
+                f"input {index}: expected {dtype} {sizes}, got {got.dtype} {tuple(got.shape)} "
                 "(a dynamic dim's example size is checked here; run the program from Python for other sizes)"
             )
 
