@@ -41,6 +41,24 @@ DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src)
       : DataType::f32;
 }
 
+// Some of oneDNN 3.2's bf16 convolution kernels multiply inputs outside an output's window by zero
+// weights, so an infinity there becomes a NaN where eager PyTorch computes a finite value or an
+// infinity: the AMX kernel for few input channels ("jit:avx512_core_amx", which folds the kernel's taps
+// into the reduction), and the AVX512-BF16 kernels when the input channels are odd (their weights
+// padded to pairs). Those are fast for first layers (the AMX one 3-14x the next kernel), so they stay
+// the kernel for finite inputs and are guarded (checked over every oneDNN kernel for 1-7 input
+// channels, kernel sizes 1-7, strides 1-2, both input layouts; f32 kernels, and the deconvolutions
+// tried, keep NaN and infinities).
+bool spreads_non_finite(const dnnl::primitive_desc_base& pd, int input_channel_axis) {
+  const DataType src = pd.src_desc(0).get_data_type();
+  if (src != DataType::bf16 && src != DataType::f16) {
+    return false;
+  }
+  const memory::desc weights = pd.weights_desc(0);
+  return std::string(pd.impl_info_str()) == "jit:avx512_core_amx" ||
+      weights.get_padded_dims()[input_channel_axis] != weights.get_dims()[input_channel_axis];
+}
+
 struct ConvolutionShape {
   memory::dims src, dst, weights; // weights: oneDNN logical dims ([g,] OC[/g], IC[/g], k...)
   memory::desc weights_view; // the PyTorch weight bytes described with those dims
@@ -134,28 +152,38 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
+  const int input_channel_axis = groups > 1 ? 2 : 1; // of oneDNN's weights dims
   // An empty bias desc means "no bias" to oneDNN, so one constructor call serves both cases.
-  auto describe = [&](auto kind, dnnl::algorithm algorithm, const memory::desc& src,
-                      const memory::desc& weights, const memory::desc& dst,
-                      const dnnl::primitive_attr& attributes) -> BuiltPrimitive {
+  auto describe = [&](auto kind, dnnl::algorithm algorithm, const memory::desc& src, const memory::desc& weights,
+                      const memory::desc& dst, const dnnl::primitive_attr& attributes,
+                      bool keeps_non_finite) -> BuiltPrimitive {
     using Primitive = decltype(kind);
-    const typename Primitive::primitive_desc built(
-        graph.engine(), prop_kind::forward_inference, algorithm, src, weights, bias, dst,
-        shape.strides, shape.dilation, shape.padding_l, shape.padding_r, attributes);
+    typename Primitive::primitive_desc built(
+        graph.engine(), prop_kind::forward_inference, algorithm, src, weights, bias, dst, shape.strides,
+        shape.dilation, shape.padding_l, shape.padding_r, attributes);
+    if (keeps_non_finite && !transposed) {
+      typename Primitive::primitive_desc next = built;
+      while (spreads_non_finite(next, input_channel_axis) && next.next_impl()) {
+      }
+      if (!spreads_non_finite(next, input_channel_axis)) {
+        built = next;
+      }
+    }
     return {Primitive(built), built};
   };
   auto build = [&](const memory::desc& src, const memory::desc& weights, const memory::desc& dst,
-                   const dnnl::primitive_attr& attributes) {
-    return transposed ? describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct,
-                                 src, weights, dst, attributes)
-                      : describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct,
-                                 src, weights, dst, attributes);
+                   const dnnl::primitive_attr& attributes, bool keeps_non_finite = false) {
+    return transposed ? describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct, src,
+                                 weights, dst, attributes, keeps_non_finite)
+                      : describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct, src,
+                                 weights, dst, attributes, keeps_non_finite);
   };
   const BuiltPrimitive built = build(src_any, weights_any, dst_any, attr);
   const dnnl::primitive_desc& pd = built.second;
 
   ArgList args;
   args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
+  const size_t weights_arg = args.size();
   args.emplace_back(
       DNNL_ARG_WEIGHTS, graph.input_view(step.inputs[1], shape.weights_view, pd.weights_desc(0)));
   if (has_bias) {
@@ -164,11 +192,28 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   add_post_op_args(post_ops, pd, graph, args);
   quantization.add_args(args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
-  add_post_op_primitive(graph, post_ops, built, args, [&](const dnnl::post_ops& ops) {
-    dnnl::primitive_attr exact = attr_with(ops);
-    quantization.apply(exact);
-    return build(pd.src_desc(0), pd.weights_desc(0), pd.dst_desc(0), exact);
-  });
+  // A kernel that spreads NaN and infinities keeps the step's speed on finite inputs; the guarded
+  // path runs the next kernel, with the weights in the layout that one picks.
+  memory::desc exact_weights = pd.weights_desc(0);
+  ArgList exact_args;
+  bool spreads = false;
+  if (!transposed && spreads_non_finite(pd, input_channel_axis)) {
+    const dnnl::primitive_desc exact = build(pd.src_desc(0), weights_any, pd.dst_desc(0), attr, true).second;
+    spreads = !spreads_non_finite(exact, input_channel_axis); // else no kernel keeps them: not guarded
+    if (spreads) {
+      exact_weights = exact.weights_desc(0);
+      exact_args = args;
+      exact_args[weights_arg].second = graph.input_view(step.inputs[1], shape.weights_view, exact_weights);
+    }
+  }
+  add_post_op_primitive(
+      graph, post_ops, built, args,
+      [&](const dnnl::post_ops& ops) {
+        dnnl::primitive_attr exact = attr_with(ops);
+        quantization.apply(exact);
+        return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, true);
+      },
+      spreads ? &exact_args : nullptr);
 }
 
 } // namespace

@@ -157,7 +157,8 @@ void add_post_op_primitive(
     const PostOps& post_ops,
     const BuiltPrimitive& built,
     const ArgList& args,
-    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake) {
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
+    const ArgList* exact_args) {
   const auto record = [&]() { graph.add_primitive(built.first, built.second, args); };
   const auto find_arg = [&](int arg) {
     const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
@@ -172,16 +173,18 @@ void add_post_op_primitive(
   const bool keeps_padding = std::all_of(post_ops.entries.begin(), post_ops.entries.end(), [](const PostOps::Entry& entry) {
     return !entry.clamp || (entry.alpha <= 0.0f && entry.beta >= 0.0f);
   });
-  if (post_ops.first_clamp == post_ops.entries.size() || (type != DataType::f32 && type != DataType::bf16) ||
-      (padded && !keeps_padding)) {
+  const bool clamps_guarded = post_ops.first_clamp < post_ops.entries.size() &&
+      (type == DataType::f32 || type == DataType::bf16) && !(padded && !keeps_padding);
+  if (!clamps_guarded && exact_args == nullptr) {
     record();
     return;
   }
-  const BuiltPrimitive before_clamp = remake(post_ops.before_clamps);
+  const size_t exact_until = clamps_guarded ? post_ops.first_clamp : post_ops.entries.size();
+  const BuiltPrimitive before_clamp = remake(clamps_guarded ? post_ops.before_clamps : post_ops.ops);
   graph.add_non_finite_branch(record, [&]() {
-    graph.add_primitive(before_clamp.first, before_clamp.second, args);
+    graph.add_primitive(before_clamp.first, before_clamp.second, exact_args != nullptr ? *exact_args : args);
     // The rest of the chain, in place on dst: clamps on the host, the others as primitives.
-    for (size_t i = post_ops.first_clamp; i < post_ops.entries.size(); ++i) {
+    for (size_t i = exact_until; i < post_ops.entries.size(); ++i) {
       const PostOps::Entry& entry = post_ops.entries[i];
       if (entry.clamp) {
         HostLoop loop;

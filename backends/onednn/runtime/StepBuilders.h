@@ -96,13 +96,16 @@ using BuiltPrimitive = std::pair<dnnl::primitive, dnnl::primitive_desc>;
 // Records `built` with `args`. When its post-ops hold a clamp, guards it: when a graph input holds a
 // NaN or an infinity, the computation up to the first clamp (`remake` of post_ops.before_clamps, with
 // the layouts `built` resolved) runs instead, then the rest of the chain step by step in place, the
-// clamps on the host, keeping a NaN.
+// clamps on the host, keeping a NaN. `exact_args`, when given, says that `built`'s kernel itself
+// loses NaN and infinities: the step is guarded even without a clamp, and `remake` builds a kernel
+// that keeps them, run with `exact_args`.
 void add_post_op_primitive(
     GraphBuilder& graph,
     const PostOps& post_ops,
     const BuiltPrimitive& built,
     const ArgList& args,
-    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake);
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
+    const ArgList* exact_args = nullptr);
 
 // Static int8: the scales and zero points a step reads at run time, from its attributes
 // `src_scale`, `src_zero_point`, `weight_scales` (one per output channel), `dst_scale` and

@@ -268,6 +268,27 @@ def test_guarded_steps_keep_nan_and_inf_in_bf16(name: str) -> None:
         assert torch.equal(kind(got), kind(want)), f"{kind.__name__}: got\n{got}\neager\n{want}"
 
 
+# oneDNN's bf16 kernels for few input channels (AMX's, and AVX512-BF16's for odd counts) multiply inputs
+# outside an output's window by zero weights: an infinity there would become a NaN. Such convolutions
+# are guarded; the reference is the fp32 convolution of the same bf16 values (exact products).
+@pytest.mark.parametrize(
+    ("channels", "kernel", "stride"), [(1, 3, 1), (2, 3, 1), (3, 7, 2), (3, 5, 2), (5, 3, 1), (1, 1, 1)]
+)
+def test_bf16_convolutions_of_few_input_channels_keep_nan_and_inf(channels: int, kernel: int, stride: int) -> None:
+    torch.manual_seed(channels)
+    module = nn.Conv2d(channels, 8, kernel, stride=stride, padding=kernel // 2).eval()
+    x = _special_values((1, channels, 12, 12), seed=channels).bfloat16()
+    lowered = lower(module.bfloat16(), (x,))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    got = execute(lowered.buffer, (x,))[0]
+    with torch.no_grad():
+        want = module.float()(x.float())
+    for kind in (torch.isnan, torch.isposinf, torch.isneginf):
+        assert torch.equal(kind(got), kind(want)), f"{kind.__name__}: got\n{got}\nfp32\n{want}"
+    finite = torch.isfinite(want)
+    torch.testing.assert_close(got.float()[finite], want[finite], rtol=2e-2, atol=2e-2)
+
+
 def test_a_nan_in_the_weights_reaches_the_output_through_a_fused_relu() -> None:
     model = nn.Sequential(nn.Linear(8, 5), nn.ReLU()).eval()
     with torch.no_grad():
