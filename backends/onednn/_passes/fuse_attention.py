@@ -89,6 +89,8 @@ def _attention(
     keys_transposed = first.ints.get("transpose_b", [0])[0] == 0
     if not _attention_dims(graph, q, k, v, keys_transposed, score_dims):
         return None
+    if keys_transposed:
+        k, keys_transposed = _keys_before_transposition(graph, k, producers, only_reader)
     causal = scores.mask is not None and _is_causal(graph, scores.mask, score_dims)
     mask = None if causal else scores.mask
     ints = {
@@ -104,6 +106,30 @@ def _attention(
         {"scale": [scores.scale]},
     )
     return graph.steps.index(reader), step
+
+
+def _keys_before_transposition(graph: Graph, k: int, producers: dict[int, int], only_reader) -> tuple[int, bool]:  # type: ignore[no-untyped-def]
+    """kᵀ made by a copy that swaps the keys' last two dims (then reshapes of the leading dims only, as
+    `q @ k.transpose(-2, -1)` exports): the keys as they were, the copy's step made a reshape of them, so
+    the attention reads them in place (a KV cache's keys are not copied once more per call). Else kᵀ."""
+    dims = graph.values[k].dims
+    value = k
+    while value in producers and only_reader(value):
+        step = graph.steps[producers[value]]
+        source_dims = graph.values[step.inputs[0]].dims
+        if step.kind == StepKind.RESHAPE and source_dims[-2:] == dims[-2:]:
+            value = step.inputs[0]
+            continue
+        rank = len(source_dims)
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        if step.kind != StepKind.REORDER or step.ints.get("permutation") != swap or "offsets" in step.ints:
+            break
+        if graph.values[step.inputs[0]].dtype != graph.values[value].dtype:
+            break
+        keys = graph.add_value(graph.values[step.inputs[0]].dtype, (*dims[:-2], dims[-1], dims[-2]))
+        graph.steps[producers[value]] = Step(StepKind.RESHAPE, [step.inputs[0]], [keys], sources=step.sources)
+        return keys, False
+    return k, True
 
 
 def _scores(graph, source, producers, up, only_reader) -> _Scores | None:  # type: ignore[no-untyped-def]

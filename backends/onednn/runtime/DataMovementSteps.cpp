@@ -197,6 +197,25 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
   ODNN_CHECK(axis_total == dst[axis], "inputs add up to %lld along axis %d, dst has %lld",
              static_cast<long long>(axis_total), axis, static_cast<long long>(dst[axis]));
   const bool keep_layouts = none_plain;
+  const bool all_plain_as_is = std::all_of(step.inputs.begin(), step.inputs.end(), [&](uint32_t value) {
+    return graph.desc(value) == plain_desc(graph.dims(value), type);
+  });
+  if (!keep_layouts && !all_plain_as_is) {
+    // Each input reordered straight into its slice of dst: its conversion (type, layout, strides of a
+    // view) and the copy in one pass, instead of a converted copy that a concat copies again (a
+    // bf16 decode step's KV cache: f32 in, bf16 out).
+    const memory::desc dst_desc = plain_desc(dst, type);
+    const BufferId target = graph.define(step.outputs[0], dst_desc);
+    memory::dims offsets(dst.size(), 0);
+    for (uint32_t value : step.inputs) {
+      const memory::dims dims = graph.dims(value);
+      if (dims[axis] > 0) {
+        graph.add_reorder(graph.buffer(value), graph.alias(target, dst_desc.submemory_desc(dims, offsets)));
+      }
+      offsets[axis] += dims[axis];
+    }
+    return;
+  }
   std::vector<memory::desc> descs;
   for (uint32_t value : step.inputs) {
     descs.push_back(keep_layouts ? graph.desc(value) : plain_desc(graph.dims(value), type));

@@ -193,3 +193,36 @@ def test_a_scores_value_read_twice_is_not_fused() -> None:
     graph = scores_graph(None, False)
     graph.outputs.append(graph.steps[0].outputs[0])
     assert fuse_attention(graph).steps[-1].kind == StepKind.MATMUL
+
+
+def _keys_from_a_transposing_copy(graph: Graph, also_read: bool) -> int:
+    """Makes the graph's kᵀ input [4, 8, 7] the copy of keys [1, 4, 7, 8] swapping their last two dims,
+    reshaped; the keys' value id."""
+    kt = graph.inputs[1]
+    keys = graph.add_value(DType.F32, (1, 4, 7, 8))
+    copied = graph.add_value(DType.F32, (1, 4, 8, 7))
+    graph.inputs[1] = keys
+    graph.steps[:0] = [
+        Step(StepKind.REORDER, [keys], [copied], {"permutation": [0, 1, 3, 2]}),
+        Step(StepKind.RESHAPE, [copied], [kt]),
+    ]
+    if also_read:
+        graph.outputs.append(copied)
+    return keys
+
+
+@pytest.mark.parametrize("also_read", [False, True])
+def test_keys_transposed_by_a_copy_are_read_where_they_were(also_read: bool) -> None:
+    graph = scores_graph(None, False)
+    keys = _keys_from_a_transposing_copy(graph, also_read)
+    fused = fuse_attention(graph)
+    attention = fused.steps[-1]
+    assert attention.kind == StepKind.ATTENTION
+    if also_read:  # the copy is a graph output too: it stays, and the step reads it
+        assert attention.ints["keys_transposed"] == [1]
+        assert fused.steps[0].kind == StepKind.REORDER
+        return
+    assert attention.ints["keys_transposed"] == [0]
+    reshape = fused.steps[0]
+    assert reshape.kind == StepKind.RESHAPE and reshape.inputs == [keys]
+    assert reshape.outputs == [attention.inputs[1]] and fused.values[attention.inputs[1]].dims == (4, 7, 8)
