@@ -232,7 +232,13 @@ def lower_decoder(model: Decoder, partitioners: list[Any]) -> Any:
 
 
 def export_program(model: Decoder, partitioners: list[Any]) -> bytes:
-    return lower_decoder(model, partitioners).to_executorch().buffer
+    """The `.pte`, its inputs not memory-planned (as ExecuTorch's own LLM export does): each call reads the
+    caller's KV cache where it is instead of copying it into the method's memory first."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    config = ExecutorchBackendConfig(memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False))
+    return lower_decoder(model, partitioners).to_executorch(config).buffer
 
 
 def load_methods(buffer: bytes) -> tuple[Run, Run, Any]:
