@@ -198,7 +198,7 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
              static_cast<long long>(axis_total), axis, static_cast<long long>(dst[axis]));
   const bool keep_layouts = none_plain;
   const bool all_plain_as_is = std::all_of(step.inputs.begin(), step.inputs.end(), [&](uint32_t value) {
-    return graph.desc(value) == plain_desc(graph.dims(value), type);
+    return !graph.is_view(value) && graph.desc(value) == plain_desc(graph.dims(value), type);
   });
   if (!keep_layouts && !all_plain_as_is) {
     // Each input reordered straight into its slice of dst: its conversion (type, layout, strides of a

@@ -752,6 +752,31 @@ TEST(OpCorrectness, PadFillsValueAroundTheInput) {
   expect_close(outputs[0], expected, "pad");
 }
 
+TEST(OpCorrectness, ConcatOfAPermuteViewReordersEachInputIntoItsSlice) {
+  // cat(permute(a) [2, 4, 3], b [2, 4, 2], axis -1): the view is not plain, so each input is reordered
+  // straight into its slice of the result (no converted copy first).
+  const std::vector<int64_t> a_dims = {2, 3, 4};
+  const auto a = random_values(24, 33);
+  const auto b = random_values(16, 34);
+  Model model;
+  const uint32_t x = model.input(a_dims);
+  const uint32_t y = model.input({2, 4, 2});
+  const uint32_t permuted = model.value({2, 4, 3});
+  const uint32_t cat = model.value({2, 4, 5});
+  model.payload.step(Kind::Reorder, {x}, {permuted}, {ints("permutation", {0, 2, 1})});
+  model.payload.step(Kind::Concat, {permuted, y}, {cat}, {ints("axis", {-1})});
+  model.output(cat, {2, 4, 5});
+  const auto outputs = run_model(model, {a, b});
+  ASSERT_EQ(outputs.size(), 1u);
+  const auto a_permuted = permute_ref(a, a_dims, {0, 2, 1});
+  std::vector<float> expected;
+  for (int row = 0; row < 8; ++row) {
+    expected.insert(expected.end(), a_permuted.begin() + row * 3, a_permuted.begin() + row * 3 + 3);
+    expected.insert(expected.end(), b.begin() + row * 2, b.begin() + row * 2 + 2);
+  }
+  expect_close(outputs[0], expected, "cat(permute(a), b)");
+}
+
 TEST(OpCorrectness, ConcatAndLayerNormMatchReference) {
   const auto a = random_values(2 * 3, 29);
   const auto b = random_values(2 * 5, 30);
