@@ -161,13 +161,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     typename Primitive::primitive_desc built(
         graph.engine(), prop_kind::forward_inference, algorithm, src, weights, bias, dst, shape.strides,
         shape.dilation, shape.padding_l, shape.padding_r, attributes);
-    if (keeps_non_finite && !transposed) {
-      typename Primitive::primitive_desc next = built;
-      while (spreads_non_finite(next, input_channel_axis) && next.next_impl()) {
-      }
-      if (!spreads_non_finite(next, input_channel_axis)) {
-        built = next;
-      }
+    while (keeps_non_finite && spreads_non_finite(built, input_channel_axis) && built.next_impl()) {
     }
     return {Primitive(built), built};
   };
@@ -199,7 +193,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   bool spreads = false;
   if (!transposed && spreads_non_finite(pd, input_channel_axis)) {
     const dnnl::primitive_desc exact = build(pd.src_desc(0), weights_any, pd.dst_desc(0), attr, true).second;
-    spreads = !spreads_non_finite(exact, input_channel_axis); // else no kernel keeps them: not guarded
+    spreads = !spreads_non_finite(exact, input_channel_axis); // else none keeps them: not guarded
     if (spreads) {
       exact_weights = exact.weights_desc(0);
       exact_args = args;
@@ -211,7 +205,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
       [&](const dnnl::post_ops& ops) {
         dnnl::primitive_attr exact = attr_with(ops);
         quantization.apply(exact);
-        return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, true);
+        return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, spreads);
       },
       spreads ? &exact_args : nullptr);
 }
