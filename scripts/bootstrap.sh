@@ -34,26 +34,32 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp_dir="$venv/.onednn-stamps"
 mkdir -p "$stamp_dir"
-requirements_hash=$(cat "$root/scripts/requirements.txt" "$root/scripts/requirements-headers.txt" | sha256sum | cut -d' ' -f1)
+requirements_hash=$(sha256sum "$root/scripts/requirements.txt" | cut -d' ' -f1)
 if [[ "$(cat "$stamp_dir/requirements" 2>/dev/null)" != "$requirements_hash" ]]; then
-  echo "[bootstrap] installing pinned packages (scripts/requirements*.txt)"
-  # The OpenMP build of oneDNN shares the path of libdnnl.so.3 with the TBB build we use.
-  if "$venv/bin/python" -m pip show -q onednn-cpu-gomp >/dev/null 2>&1; then
-    "${pip[@]}" uninstall -y onednn-cpu-gomp
-  fi
+  echo "[bootstrap] installing pinned packages (scripts/requirements.txt)"
+  # What the delegate needed before it built oneDNN itself (oneDNN 3.2's TBB wheels): a libtbb or
+  # libdnnl.so.3 left in the environment is one more library another package could shadow.
+  for stale in onednn-cpu-tbb onednn-cpu-gomp onednn-devel-cpu-gomp tbb-devel tbb intel-cmplr-lib-rt; do
+    if "$venv/bin/python" -m pip show -q "$stale" >/dev/null 2>&1; then
+      "${pip[@]}" uninstall -y "$stale"
+    fi
+  done
   "${pip[@]}" install -r "$root/scripts/requirements.txt"
-  "${pip[@]}" install --no-deps -r "$root/scripts/requirements-headers.txt"
-  "${pip[@]}" install --no-deps --force-reinstall -q onednn-cpu-tbb=="$(sed -n 's/^onednn-cpu-tbb==//p' "$root/scripts/requirements-headers.txt")"
   echo "$requirements_hash" > "$stamp_dir/requirements"
 fi
 
-# Rebuild the delegate when anything that goes into it changed.
+# Rebuild the delegate when anything that goes into it changed: the wheel (scripts/build_wheel.sh),
+# installed into the environment. The first build on a machine also builds oneDNN (about 40 minutes
+# on 2 cores), cached for every later one (backends/onednn/setup.md).
 sources_hash=$(cd "$root" && find CMakeLists.txt pyproject.toml README.md backends/onednn -type f \
   -not -path '*/test/*' -not -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 if [[ "$(cat "$stamp_dir/delegate" 2>/dev/null)" != "$sources_hash" ]] \
    || ! "$venv/bin/python" -c "import executorch.backends.onednn" >/dev/null 2>&1; then
-  echo "[bootstrap] building and installing executorch-onednn (CMake, oneDNN runtime)"
-  "${pip[@]}" install --no-build-isolation --no-deps "$root"
+  echo "[bootstrap] building the executorch-onednn wheel (CMake; oneDNN too on a machine's first build)"
+  PYTHON="$venv/bin/python" "$root/scripts/build_wheel.sh"
+  wheel=$(ls -t "$root"/dist/executorch_onednn-*.whl | head -n 1)
+  echo "[bootstrap] installing $(basename "$wheel")"
+  "${pip[@]}" install --no-deps --force-reinstall "$wheel"
   echo "$sources_hash" > "$stamp_dir/delegate"
 fi
 

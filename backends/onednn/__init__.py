@@ -4,7 +4,7 @@ Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTor
 process, so `.pte` files using the delegate run through `executorch.runtime` with no further step.
 `set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on;
 `set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to; `set_verbose()`
-turns on oneDNN's log of each primitive it runs.
+turns on oneDNN's log of each primitive it runs; `onednn_version()` names the oneDNN inside the runtime.
 """
 
 from ._runtime import (
@@ -13,6 +13,7 @@ from ._runtime import (
     int8_products_exact,
     library_path,
     load_runtime,
+    onednn_version,
     set_max_isa,
     set_num_threads,
     set_verbose,
@@ -36,6 +37,7 @@ __all__ = [
     "int8_products_exact",
     "library_path",
     "load_runtime",
+    "onednn_version",
     "set_max_isa",
     "set_num_threads",
     "set_verbose",

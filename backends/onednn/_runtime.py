@@ -32,9 +32,33 @@ def load_runtime() -> ctypes.CDLL:
 
     try:
         _loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-    except OSError as error:  # e.g. libdnnl.so.3 or libtbb.so.12 not where the RPATH says
+    except OSError as error:  # e.g. libexecutorch.so not where the RPATH says
         raise ImportError(f"cannot load {path}: {error}; see backends/onednn/setup.md") from error
     return _loaded
+
+
+class _DnnlVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint)]  # fmt: skip
+
+
+_DNNL_RUNTIMES = {0: "none", 1: "sequential", 2: "OpenMP", 4: "TBB", 8: "threadpool"}
+
+
+def onednn_version() -> str:
+    """The oneDNN the runtime runs on, e.g. "3.13.1 (5f93c2194d, threadpool)": version, commit, threading."""
+    library = load_runtime()
+    try:
+        own = library.onednn_backend_onednn_version
+    except AttributeError:  # a runtime linking a shared libdnnl (ONEDNN_BACKEND_LIBRARY, older builds)
+        dnnl_version = ctypes.CDLL(None).dnnl_version
+        dnnl_version.restype = ctypes.POINTER(_DnnlVersion)
+        v = dnnl_version().contents
+        runtime = _DNNL_RUNTIMES.get(v.cpu_runtime, str(v.cpu_runtime))
+        return f"{v.major}.{v.minor}.{v.patch} ({(v.hash or b'').decode()[:10]}, {runtime})"
+    own.argtypes = []
+    own.restype = ctypes.c_char_p
+    return own().decode()
 
 
 # executorch::runtime::Error codes the thread-count functions return.

@@ -21,7 +21,6 @@ speedup.png to --out (default results/<date>/).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import datetime
 import importlib.metadata
 import json
@@ -36,7 +35,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from examples.onednn.benchmark_flows import FLOWS, Flow
+from examples.onednn.benchmark_flows import BASELINE_LIBRARY_ENV, FLOWS, Flow
 from examples.onednn.benchmark_models import ATTENTION, BENCH_MODELS
 from examples.onednn.benchmark_processes import (
     ROOT,
@@ -50,7 +49,7 @@ from examples.onednn.benchmark_processes import (
 from examples.onednn.benchmark_report import bar_chart, benchmarks_page, markdown
 
 FLAGS = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"]
-PACKAGES = ["torch", "executorch", "executorch-onednn", "onednn-cpu-tbb", "onednn-cpu-gomp", "tbb", "onnxruntime",
+PACKAGES = ["torch", "executorch", "executorch-onednn", "onnxruntime",
             "onnx", "onnxscript", "transformers", "openvino", "nncf", "numpy"]  # fmt: skip
 ARTIFACTS = (".pte", ".onnx", ".pt")
 
@@ -99,9 +98,12 @@ def time_model(
         entries[flow.name]["process_s"] = time.perf_counter() - start  # the run process, imports included
         print(f"[{name}] {flow.name}: {_progress(entries[flow.name])}", flush=True)
     baseline = entries.get("xnnpack", {})
-    for entry in entries.values():
+    for flow_name, entry in entries.items():
         if entry["status"] == "ok" and baseline.get("status") == "ok":
             entry["vs_xnnpack"] = baseline["median_ms"] / entry["median_ms"]
+        twin = entries.get(f"{flow_name}-baseline", {})
+        if entry["status"] == "ok" and twin.get("status") == "ok":  # > 1: this build is faster
+            entry["vs_baseline_build"] = twin["median_ms"] / entry["median_ms"]
     ordered = {flow.name: entries[flow.name] for flow in flows}
     return {"key": name, "label": BENCH_MODELS[name].label, "export_process_s": export_s, "flows": ordered}
 
@@ -144,33 +146,14 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-ONEDNN_RUNTIMES = {1: "sequential", 2: "OpenMP", 4: "TBB", 8: "threadpool"}
-# What the TBB build of libdnnl.so.3 needs beside it and cannot find alone (it carries no search path).
-ONEDNN_SIBLINGS = ["libtbb.so.12", "libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so"]
-
-
-class _DnnlVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
-                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint)]  # fmt: skip
-
-
-def onednn_version() -> str:
-    """The environment's libdnnl (the one our delegate links): version, commit and threading runtime."""
-    lib = Path(sys.prefix) / "lib"
-    try:
-        library = ctypes.CDLL(str(lib / "libdnnl.so.3"))
-    except OSError:
-        for sibling in ONEDNN_SIBLINGS:
-            if (lib / sibling).exists():
-                ctypes.CDLL(str(lib / sibling), mode=ctypes.RTLD_GLOBAL)
-        try:
-            library = ctypes.CDLL(str(lib / "libdnnl.so.3"))
-        except OSError as error:
-            return f"unknown ({error})"
-    library.dnnl_version.restype = ctypes.POINTER(_DnnlVersion)
-    v = library.dnnl_version().contents
-    runtime = ONEDNN_RUNTIMES.get(v.cpu_runtime, str(v.cpu_runtime))
-    return f"{v.major}.{v.minor}.{v.patch} ({(v.hash or b'').decode()[:10]}, {runtime} threads)"
+def onednn_version(library: str | None = None) -> str:
+    """The oneDNN inside our delegate's runtime (or the runtime library at `library`), asked in a fresh
+    process so that this one loads no runtime before the flows fork theirs."""
+    env = {**os.environ, "ONEDNN_BACKEND_LIBRARY": library} if library else None
+    probe = "from executorch.backends.onednn import onednn_version; print(onednn_version())"
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=False)
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if result.returncode == 0 and lines else f"unknown ({result.stderr.strip()[-200:]})"
 
 
 def versions() -> dict[str, str]:
@@ -180,7 +163,10 @@ def versions() -> dict[str, str]:
             found[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return {**found, "oneDNN": onednn_version()}
+    found["oneDNN"] = onednn_version()
+    if os.environ.get(BASELINE_LIBRARY_ENV):
+        found["oneDNN (baseline build)"] = onednn_version(os.environ[BASELINE_LIBRARY_ENV])
+    return found
 
 
 # --- command line ----------------------------------------------------------------------------------------------------
@@ -219,6 +205,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, help="keep the artifacts here; None: a temporary folder")
     parser.add_argument("--write-benchmarks-md", type=Path, metavar="PATH", help="also render BENCHMARKS.md")
     parser.add_argument("--from-json", type=Path, metavar="PATH", help="render a results.json; run nothing")
+    parser.add_argument(
+        "--baseline-library", type=Path, metavar="PATH", help="another build of our runtime library (e.g. the "
+        "oneDNN 3.2 one, backends/onednn/setup.md): each oneDNN flow also runs on it, as <flow>-baseline",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -257,7 +247,10 @@ def run_suite(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     settings = Settings(args.threads, args.runs, args.warmup, args.budget, args.slow_runs, args.slow_budget,
                         args.timeout)  # fmt: skip
     models = _names(args.models, BENCH_MODELS, "models")
-    flows = [FLOWS[name] for name in _names(args.flows, FLOWS, "flows")]
+    if args.baseline_library:  # the run processes inherit it
+        os.environ[BASELINE_LIBRARY_ENV] = str(args.baseline_library.resolve())
+    known = FLOWS if args.baseline_library else {k: v for k, v in FLOWS.items() if not v.baseline}
+    flows = [FLOWS[name] for name in _names(args.flows, known, "flows")]
     skip_slow = _skip_slow(args.skip_slow)
     unavailable = {flow.name: reason for flow in flows if (reason := flow.unavailable())}
     for name, reason in unavailable.items():

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ class Flow:
     slow: bool = False
     # The models the flow is meant for (None: all); the others skip it.
     models: tuple[str, ...] | None = None
+    # Runs our delegate from the runtime library at $ONEDNN_BENCH_BASELINE_LIBRARY (--baseline-library).
+    baseline: bool = False
 
 
 # --- ExecuTorch (.pte) -------------------------------------------------------------------------------------
@@ -232,10 +235,32 @@ def _load_eager(path: Path, inputs: Inputs, threads: int) -> RunFn:
     return run
 
 
+# --- our delegate on another build of its runtime: the same .pte, another libexecutorch_backend_onednn.so ------
+BASELINE_LIBRARY_ENV = "ONEDNN_BENCH_BASELINE_LIBRARY"
+
+
+def _baseline_missing() -> str | None:
+    path = os.environ.get(BASELINE_LIBRARY_ENV)
+    if not path:
+        return "no baseline runtime library given (--baseline-library)"
+    return None if os.path.exists(path) else f"{path} does not exist"
+
+
+def _with_baselines(flows: list[Flow]) -> list[Flow]:
+    """Each flow of our delegate and its `-baseline` twin (run by benchmark_processes.run_flow in a process that
+    loads the baseline library)."""
+    twins = [
+        replace(flow, name=f"{flow.name}-baseline", label=f"{flow.label}, baseline build",
+                unavailable=_baseline_missing, baseline=True)
+        for flow in flows if flow.name.startswith("onednn")
+    ]  # fmt: skip
+    return flows + twins
+
+
 LINEAR_MODELS = ("vit_tiny", "bert_base", "gpt2_small", "mlp")
 FLOWS: dict[str, Flow] = {
     flow.name: flow
-    for flow in [
+    for flow in _with_baselines([
         Flow("xnnpack", "ExecuTorch + XNNPACK", ".pte", _export_pte(_xnnpack), _setup_executorch(), _load_pte),
         Flow(
             "onednn", "ExecuTorch + oneDNN (ours)", ".pte", _export_pte(_onednn),
@@ -279,7 +304,7 @@ FLOWS: dict[str, Flow] = {
             "no-delegate", "ExecuTorch, no delegate", ".pte", _export_pte(list), _setup_executorch(), _load_pte,
             slow=True,
         ),
-    ]
+    ])
 }  # fmt: skip
 
-__all__ = ["FLOWS", "Flow", "Inputs", "Loader", "RunFn"]
+__all__ = ["BASELINE_LIBRARY_ENV", "FLOWS", "Flow", "Inputs", "Loader", "RunFn"]

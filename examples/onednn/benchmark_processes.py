@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from examples.onednn.benchmark_flows import Flow
+from examples.onednn.benchmark_flows import BASELINE_LIBRARY_ENV, Flow
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = [sys.executable, "-m", "examples.onednn.benchmark_worker"]
@@ -163,12 +163,24 @@ class RunForker:
         self.context = multiprocessing.get_context("forkserver")
         self.context.set_forkserver_preload(RUN_PRELOAD)
 
-    def run(self, spec_path: Path, stderr_path: Path, timeout: float) -> str | None:
-        """None when the run process exited cleanly, else why it did not."""
+    def run(self, spec_path: Path, stderr_path: Path, timeout: float, library: str | None = None) -> str | None:
+        """None when the run process exited cleanly, else why it did not. With `library`, the process loads
+        our delegate's runtime from there: a fresh interpreter (spawned, not forked: the fork server has
+        imported the installed one)."""
         from examples.onednn.benchmark_worker import run_child
 
-        process = self.context.Process(target=run_child, args=(str(spec_path), str(stderr_path), self.pin))
-        process.start()
+        context = self.context if library is None else multiprocessing.get_context("spawn")
+        process = context.Process(target=run_child, args=(str(spec_path), str(stderr_path), self.pin))
+        saved = os.environ.get("ONEDNN_BACKEND_LIBRARY")
+        if library is not None:
+            os.environ["ONEDNN_BACKEND_LIBRARY"] = library
+        try:
+            process.start()
+        finally:
+            if library is not None:
+                os.environ.pop("ONEDNN_BACKEND_LIBRARY")
+                if saved is not None:
+                    os.environ["ONEDNN_BACKEND_LIBRARY"] = saved
         process.join(timeout)
         if process.is_alive():
             process.kill()
@@ -192,7 +204,8 @@ def run_flow(flow: Flow, exported: dict[str, Any], work: Path, settings: Setting
         "budget_s": budget, "result": str(result_path), "imports": exported.get("imports", []),
     }  # fmt: skip
     spec_path.write_text(json.dumps(spec))
-    crash = forker.run(spec_path, work / f"{flow.name}.stderr", settings.timeout_s + budget)
+    library = os.environ[BASELINE_LIBRARY_ENV] if flow.baseline else None
+    crash = forker.run(spec_path, work / f"{flow.name}.stderr", settings.timeout_s + budget, library)
     result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False, "error": crash}
     if not result.pop("ok"):
         return {**exported, **failed("run", result.get("error") or crash or "no result")}

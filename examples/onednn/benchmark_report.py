@@ -123,6 +123,32 @@ def targets_table(results: Results) -> list[str]:
     return lines
 
 
+def baseline_build_table(results: Results) -> list[str]:
+    """Each oneDNN flow against its run on the baseline build (--baseline-library), when there was one."""
+    flows = [name for name in _flows_in(results) if f"{name}-baseline" in _flows_in(results)]
+    if not flows:
+        return []
+    versions = results["versions"]
+    lines = ["", "## This build against the baseline build", ""]
+    lines += [
+        f"baseline_ms / this_ms, the same .pte on both: above 1 is faster than the baseline. This build: oneDNN "
+        f"{versions.get('oneDNN', '?')}; baseline: oneDNN {versions.get('oneDNN (baseline build)', '?')}.",
+        "",
+        "| model | " + " | ".join(FLOWS[name].label for name in flows) + " |",
+        "|---|" + "---|" * len(flows),
+    ]
+    columns: list[list[float]] = [[] for _ in flows]
+    for model in results["models"].values():
+        speeds = [model["flows"].get(name, {}).get("vs_baseline_build") for name in flows]
+        for column, speed in zip(columns, speeds):
+            if speed:
+                column.append(speed)
+        lines.append("| " + " | ".join([model["label"], *(_ratio(s) for s in speeds)]) + " |")
+    means = [f"{_ratio(geometric_mean(c))} (min {_ratio(min(c))})" if c else "-" for c in columns]
+    lines.append("| " + " | ".join(["**geometric mean**", *means]) + " |")
+    return lines
+
+
 def detail_table(results: Results) -> list[str]:
     header = ["model", "flow", "median ms", "p10-p90 ms", "IQR ms", "vs XNNPACK", "max rel. error",
               "load+init ms", "peak MiB", "runs", "delegate calls"]  # fmt: skip
@@ -192,6 +218,7 @@ def _body(results: Results) -> list[str]:
     lines += ["xnnpack_ms / flow_ms (median latency): above 1 is faster than XNNPACK.", "", *summary_table(results)]
     lines += ["", "## Against the targets", "", "peer_ms / our_ms: above 1 is faster than the peer.", ""]
     lines += targets_table(results)
+    lines += baseline_build_table(results)
     lines += overhead_table(results)
     lines += ["", "## All numbers", "", *detail_table(results), "", MEMORY_NOTE, ""]
     return lines + [f"- {note}" for note in results.get("notes", [])]

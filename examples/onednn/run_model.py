@@ -6,6 +6,9 @@ runtime, check it against eager PyTorch, and time it next to XNNPACK and the non
 
 from __future__ import annotations
 
+from examples.onednn import quiet  # first: it filters what torch, torchao and exir print on import
+
+# isort: split
 import argparse
 import statistics
 import sys
@@ -68,14 +71,17 @@ def export(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], flow: Flow)
 def run_flow(
     flow: Flow, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], expected: list[torch.Tensor], runs: int
 ) -> FlowResult:
+    print(f"[{flow.name}] exporting and lowering...", flush=True)
     buffer, calls = export(model, inputs, flow)
+    runs = max(3, runs // flow.runs_divisor)
+    print(f"[{flow.name}] {calls} delegate call(s); running it {runs + 3} times", flush=True)
     program = Runtime.get().load_program(buffer)  # reads `buffer` in place: keep it alive
     method = program.load_method("forward")
     outputs = method.execute(list(inputs))
     for _ in range(2):
         method.execute(list(inputs))
     times = []
-    for _ in range(max(3, runs // flow.runs_divisor)):
+    for _ in range(runs):
         start = time.perf_counter()
         method.execute(list(inputs))
         times.append((time.perf_counter() - start) * 1e3)
@@ -101,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         help="max error relative to the output's max (1e-4; bf16: 2e-2; --dynamic-int8: 5e-2)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    quiet.start_threadpool_quietly()
     default = DYNAMIC_INT8_TOLERANCE if args.dynamic_int8 else DEFAULT_TOLERANCE[args.precision]
     tolerance = default if args.tolerance is None else args.tolerance
     if args.threads:

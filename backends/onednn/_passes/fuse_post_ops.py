@@ -17,7 +17,7 @@ from ..serialization.shapes import same_dims
 # that the Llama-style example's prefill fell from ~3150 to ~1750 tokens/s (measured 2026-11-30).
 BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
 COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
-# oneDNN 3.2 turns a NaN into a number in these. A standalone step puts it back; a post-op chain can be
+# oneDNN (3.2, 3.13.1) turns a NaN into a number in these. A standalone step puts it back; a post-op chain can be
 # guarded only for relu and clamp (the runtime reruns the step up to the clamp, then the rest of the
 # chain with the clamps on the host), so these stay standalone, and a clamp fuses only when it keeps
 # the zeros that pad a blocked layout.

@@ -1,4 +1,4 @@
-"""Ops on indices and masks (int64 and bool tensors), which oneDNN 3.2 has no types or primitives for.
+"""Ops on indices and masks (int64 and bool tensors), which oneDNN's CPU primitives do not take.
 
 They lower to the runtime's host index steps: ARG_REDUCTION (argmax, argmin), GATHER (index_select,
 embedding, indexing by one tensor), HOST_ELEMENTWISE (division with a rounding mode, comparisons,
@@ -109,7 +109,7 @@ def comparison_rule(alg: HostElementwiseAlg) -> OpRule:
 
 
 def extremum_rule(alg: HostElementwiseAlg) -> OpRule:
-    """maximum and minimum on the host: oneDNN 3.2's binary max and min drop a NaN of one operand."""
+    """maximum and minimum on the host: oneDNN's binary max and min drop a NaN of one operand."""
 
     def lower(ctx: LoweringContext, node: Node) -> None:
         dtype = fake_tensor(node).dtype  # operand_pair checks that both operands have one dtype

@@ -22,19 +22,6 @@ using executorch::aten::ScalarType;
 using executorch::aten::Tensor;
 using runtime::Error;
 
-struct CpuContext {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
-
-// Shared by every handle, also by executions on several threads at once: oneDNN's CPU stream keeps
-// no state between primitives (execution is synchronous), and our primitives use user scratchpads in
-// their handle's arena rather than oneDNN's global one.
-CpuContext& cpu_context() {
-  static CpuContext context;
-  return context;
-}
-
 TensorSpec tensor_spec(const ValueRecord& value) {
   TensorSpec spec;
   switch (static_cast<DType>(value.dtype)) {
@@ -85,14 +72,6 @@ bool is_contiguous_default_order(const Tensor& tensor) {
 }
 
 } // namespace
-
-const dnnl::engine& cpu_engine() {
-  return cpu_context().engine;
-}
-
-dnnl::stream& cpu_stream() {
-  return cpu_context().stream;
-}
 
 // A CPU without bf16 instructions lacks some of oneDNN's bf16 kernels (convolutions, on AVX2): such a
 // step is built again computing in f32, its bf16 inputs and outputs converted around it.
@@ -227,8 +206,10 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
       auto* data = static_cast<uint8_t*>(args[binding.arg_index]->toTensor().mutable_data_ptr());
       binding.memory.set_data_handle(data + binding.offset);
     }
-    // Inside the arena of the configured thread count, which bounds oneDNN's TBB parallelism.
-    const Error result = run_in_thread_arena([&]() -> Error {
+    // On the pool of the configured thread count. Its stream is shared by every handle, also by
+    // executions on several threads at once: a CPU stream keeps no state between primitives
+    // (execution is synchronous), and our primitives use user scratchpads in their handle's arena.
+    const Error result = run_in_thread_pool([&]() -> Error {
       dnnl::stream& stream = cpu_stream();
       const bool exact_paths = guarded_ && needs_exact_paths(args);
       for (size_t index = 0; index < steps_.size(); ++index) {
@@ -326,9 +307,9 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
   return false;
 }
 
-// Host loops run on the calling thread, inside the thread arena; the rows of a QuantizeRows, Softmax,
+// Host loops run on the calling thread, inside run_in_thread_pool(); the rows of a QuantizeRows, Softmax,
 // RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary or Clamp one, are independent
-// and split across the arena's threads (a BERT layer quantizes ~700K values per run).
+// and split across the pool's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;

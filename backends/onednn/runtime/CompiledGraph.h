@@ -19,12 +19,8 @@
 
 namespace executorch::backends::onednn {
 
-// The process-wide CPU engine and stream (created on first use).
-const dnnl::engine& cpu_engine();
-dnnl::stream& cpu_stream();
-
 // Whether `count` f32 (or bf16) values hold a NaN or an infinity; split across the current thread
-// arena's threads.
+// pool's threads.
 bool values_hold_non_finite(const void* data, size_t count, bool bf16);
 // The same for every byte the descriptor of `memory` spans; false for types other than f32 and bf16.
 bool memory_holds_non_finite(const dnnl::memory& memory);

@@ -96,7 +96,7 @@ Error DelegateGraph::compile(const Sizes& sizes, CompiledGraph*& graph) noexcept
   }
   std::unique_ptr<CompiledGraph> built;
   const Error error = run_catching("compiling for these input sizes failed", [&]() {
-    run_in_thread_arena([&]() -> Error {
+    run_in_thread_pool([&]() -> Error {
       built = build(sizes, nullptr);
       return Error::Ok;
     });

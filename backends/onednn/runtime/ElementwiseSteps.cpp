@@ -123,7 +123,7 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   const auto record = [&]() {
     graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
   };
-  // oneDNN 3.2 turns a NaN into inf (exp) or 1 (hardsigmoid): put it back.
+  // oneDNN (3.2, 3.13.1) turns a NaN into inf (exp) or 1 (hardsigmoid): put it back.
   if ((alg != algorithm::eltwise_exp && alg != algorithm::eltwise_hardsigmoid) || pd.dst_desc() != layout) {
     record();
     return;
@@ -202,7 +202,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
     record();
     return;
   }
-  // oneDNN 3.2's max pooling loses a NaN: with one in src, PyTorch's windows on the host.
+  // oneDNN's max pooling (3.2, 3.13.1) loses a NaN: with one in src, PyTorch's windows on the host.
   HostLoop loop;
   loop.kind = HostLoop::Kind::MaxPool;
   MaxPoolPlanes& pool = loop.max_pool;
@@ -275,7 +275,7 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
     record();
     return;
   }
-  // oneDNN 3.2's max and min lose a NaN: with one in src, PyTorch's result on the host.
+  // oneDNN's max and min reductions (3.2, 3.13.1) lose a NaN: with one in src, PyTorch's result on the host.
   HostLoop loop;
   loop.kind = HostLoop::Kind::ReduceExtremum;
   ExtremumReduction& reduction = loop.extremum;
@@ -355,7 +355,8 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   graph.add_primitive(dnnl::layer_normalization_forward(pd), pd, args);
 }
 
-// On the host (RowKernels.h): oneDNN 3.2's layer normalization always subtracts the mean.
+// On the host (RowKernels.h): oneDNN 3.2's layer normalization always subtracts the mean (3.13's RMS
+// mode is not used yet).
 void build_rms_norm(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims dims = graph.dims(src);

@@ -108,7 +108,7 @@ inline void adaptive_pool_planes(const HostLoop& loop, const float* src, float* 
   }
 }
 
-// Elementwise functions oneDNN 3.2 has no algorithm for; values [begin, end).
+// Elementwise functions oneDNN has no algorithm for; values [begin, end).
 inline void unary_values(HostLoop::Unary unary, const float* src, float* dst, size_t begin, size_t end) {
   switch (unary) {
     case HostLoop::Unary::Round: // the default rounding mode: to nearest, ties to even
@@ -157,7 +157,7 @@ inline uint16_t to_bf16_bits(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// relu and clamp, values [begin, end): oneDNN 3.2's kernels take max/min against the bound, which
+// relu and clamp, values [begin, end): oneDNN's kernels (3.2, 3.13.1) take max/min against the bound, which
 // returns the bound for a NaN where PyTorch's result is NaN. std::max(x, lower) is
 // `x < lower ? lower : x`, so a NaN x comes through (and the loop still vectorizes).
 inline void clamp_values(const HostLoop& loop, const void* src, void* dst, size_t begin, size_t end) {

@@ -1,6 +1,6 @@
-// Host kernels of the steps that read or write integer and boolean tensors, which oneDNN 3.2 has no
-// primitives for: argmax/argmin, gathering rows by index, and elementwise division with a rounding
-// mode, comparison and selection under numpy broadcasting. Values reach them plain (f32 for
+// Host kernels of the steps that read or write integer and boolean tensors, which oneDNN's CPU
+// primitives do not take: argmax/argmin, gathering rows by index, and elementwise division with a
+// rounding mode, comparison and selection under numpy broadcasting. Values reach them plain (f32 for
 // floating-point data, int64 for indices, one byte per boolean).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Host kernels behind the NaN guards: oneDNN 3.2 loses a NaN in max pooling, max/min reduction, exp,
+// Host kernels behind the NaN guards: oneDNN (3.2, 3.13.1) loses a NaN in max pooling, max/min reduction, exp,
 // hardsigmoid, and relu or clamp fused as a post-op (it computes them with max/min instructions that
 // return the bound for a NaN, or clamps exp's argument). A guarded step scans its inputs at execute
 // time and, only when one holds a NaN or an infinity, runs these instead or after, as PyTorch does.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <variant>
 
 #include <executorch/runtime/backend/interface.h>
@@ -73,7 +74,7 @@ class OneDnnBackend final : public runtime::BackendInterface {
       ODNN_CHECK(data.ok(), "payload is not addressable");
       Payload payload = parse_payload(static_cast<const uint8_t*>(data.get()), processed->size());
       // In the arena execute() uses: oneDNN sizes some kernels for the threads it sees here.
-      run_in_thread_arena([&]() -> Error {
+      run_in_thread_pool([&]() -> Error {
         graph = DelegateGraph::create(std::move(payload), context.get_named_data_map());
         return Error::Ok;
       });
@@ -234,4 +235,20 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_set_verbose
   executorch::runtime::BackendOptions<1> options;
   options.set_option(kVerboseOption, level);
   return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+// The oneDNN inside this library, e.g. "3.13.1 (threadpool)", with the commit when its build knew it
+// (not from a release archive) (static storage; never null): it is linked in, so nothing else in the
+// process can tell.
+extern "C" __attribute__((visibility("default"))) const char* onednn_backend_onednn_version() {
+  static const std::string text = [] {
+    const dnnl_version_t* version = dnnl_version();
+    const std::string hash = version->hash == nullptr ? "N/A" : version->hash;
+    const char* runtime = version->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
+        : version->cpu_runtime == DNNL_RUNTIME_SEQ                        ? "sequential"
+                                                                          : "other";
+    return std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+        std::to_string(version->patch) + " (" + (hash == "N/A" ? "" : hash.substr(0, 10) + ", ") + runtime + ")";
+  }();
+  return text.c_str();
 }

@@ -21,8 +21,8 @@ inline constexpr uint32_t kMaxRank = 6;
 inline constexpr uint32_t kMaxStringLength = 1024;
 inline constexpr uint32_t kMaxAttributeCount = 1u << 20; // per-channel scales of a 1M-row weight
 
-// S64 and BOOL values are read and written only by the host index steps (is_host_index_step): oneDNN
-// 3.2 has no such types.
+// S64 and BOOL values are read and written only by the host index steps (is_host_index_step): oneDNN's
+// CPU primitives do not compute on them.
 enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5, S64 = 6, Bool = 7 };
 inline constexpr uint8_t kNumDTypes = 8;
 
@@ -110,7 +110,7 @@ enum class ArgReductionAlg : int64_t { Max = 0, Min = 1 };
 // Elementwise work on the host, with numpy broadcasting: the divisions with a rounding mode (F32 or
 // S64), comparisons (F32 or S64 operands, a BOOL result), WHERE (BOOL condition, then two operands)
 // the logical operations (BOOL operands and result), and maximum and minimum (F32: a NaN in either
-// operand gives NaN, as PyTorch's do and oneDNN 3.2's binary max and min do not).
+// operand gives NaN, as PyTorch's do and oneDNN's binary max and min do not).
 enum class HostElementwiseAlg : int64_t {
   FloorDivide = 0,
   TruncDivide = 1,

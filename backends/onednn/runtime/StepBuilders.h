@@ -52,7 +52,7 @@ struct PostOps {
   };
   struct Entry {
     bool binary;
-    // relu (negative slope 0) or clip, which oneDNN 3.2 computes with max/min, turning a NaN into the
+    // relu (negative slope 0) or clip, which oneDNN (3.2, 3.13.1) computes with max/min, turning a NaN into the
     // bound; alpha and beta are then the lower and upper bounds.
     bool clamp;
     dnnl::algorithm alg;

@@ -1,5 +1,6 @@
 #include "Threading.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -8,14 +9,13 @@
 #include <mutex>
 #include <new>
 
+#include <sched.h>
+
 #include <executorch/runtime/kernel/thread_parallel_interface.h>
 #include <executorch/runtime/platform/log.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/info.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/version.h>
+#include <oneapi/dnnl/dnnl_threadpool.hpp>
+
+#include "WorkerPool.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -50,6 +50,16 @@ int environment_threads() {
   return threads;
 }
 
+// The CPUs this process may run on (taskset, cgroups' cpusets), at least 1.
+int usable_cpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) {
+    return std::max(1, CPU_COUNT(&cpus));
+  }
+  return 1;
+}
+
 // What ExecuTorch's own kernels and XNNPACK run on, so that the delegate and the ops between its
 // calls take turns on the same cores; read once.
 int default_threads() {
@@ -60,14 +70,9 @@ int default_threads() {
       return static_cast<int>(count);
     }
 #endif
-    return tbb::info::default_concurrency();
+    return std::min(usable_cpus(), kMaxThreads);
   }();
   return threads;
-}
-
-bool onednn_uses_tbb() {
-  static const bool tbb = dnnl_version()->cpu_runtime == DNNL_RUNTIME_TBB;
-  return tbb;
 }
 
 int wanted_threads() {
@@ -79,25 +84,41 @@ int wanted_threads() {
   return environment > 0 ? environment : default_threads();
 }
 
-struct ArenaState {
-  std::mutex mutex;
-  std::shared_ptr<tbb::task_arena> arena; // a caller still inside an old arena keeps it alive
-  int threads = 0;
+// A pool and the stream that runs oneDNN's primitives on it.
+struct PoolContext {
+  explicit PoolContext(int threads)
+      : pool(threads), stream(dnnl::threadpool_interop::make_stream(cpu_engine(), &pool)) {}
+  int threads() const {
+    return pool.get_num_threads();
+  }
+  WorkerPool pool;
+  dnnl::stream stream;
 };
 
-// The arena of the wanted count, made anew when the count changed. Throws what TBB throws.
-std::shared_ptr<tbb::task_arena> current_arena() {
-  static ArenaState* const state = new ArenaState(); // never destroyed: workers may outlive exit
-  const int threads = wanted_threads();
-  std::lock_guard<std::mutex> lock(state->mutex);
-  if (state->arena == nullptr || state->threads != threads) {
-    auto arena = std::make_shared<tbb::task_arena>(threads);
-    arena->initialize();
-    state->arena = std::move(arena);
-    state->threads = threads;
-  }
-  return state->arena;
+struct PoolState {
+  std::mutex mutex;
+  std::shared_ptr<PoolContext> context; // a caller still inside an old pool keeps it alive
+};
+
+PoolState& pool_state() {
+  static PoolState* const state = new PoolState(); // never destroyed: no joins during exit
+  return *state;
 }
+
+// The pool of the wanted count, made anew when the count changed. Throws what starting a thread or
+// oneDNN throws.
+std::shared_ptr<PoolContext> current_context() {
+  PoolState& state = pool_state();
+  const int threads = wanted_threads();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.context == nullptr || state.context->threads() != threads) {
+    state.context = std::make_shared<PoolContext>(threads);
+  }
+  return state.context;
+}
+
+// The pool run_in_thread_pool() made current on this thread.
+thread_local PoolContext* active_context = nullptr;
 
 Error failure(const char* what, const std::exception& error) {
   ET_LOG(Error, "OneDnnBackend: %s failed: %s", what, error.what());
@@ -105,7 +126,22 @@ Error failure(const char* what, const std::exception& error) {
                                                                   : Error::Internal;
 }
 
+
 } // namespace
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  if (active_context != nullptr) {
+    return active_context->stream;
+  }
+  // Without a threadpool oneDNN runs each primitive on the calling thread.
+  static dnnl::stream sequential(cpu_engine());
+  return sequential;
+}
 
 Error set_num_threads(int threads) noexcept {
   if (threads < 0 || threads > kMaxThreads) {
@@ -117,18 +153,9 @@ Error set_num_threads(int threads) noexcept {
         kMaxThreads);
     return Error::InvalidArgument;
   }
-  if (!onednn_uses_tbb()) {
-    ET_LOG(
-        Error,
-        "OneDnnBackend: %s needs oneDNN's TBB runtime; this oneDNN's CPU runtime is %u (OpenMP: "
-        "set OMP_NUM_THREADS)",
-        kNumThreadsOption,
-        dnnl_version()->cpu_runtime);
-    return Error::NotSupported;
-  }
   const int previous = requested_threads.exchange(threads);
   try {
-    current_arena(); // now, so that a failure shows here rather than in the next execute()
+    current_context(); // now, so that a failure shows here rather than in the next execute()
     return Error::Ok;
   } catch (const std::exception& error) {
     requested_threads.store(previous);
@@ -141,12 +168,8 @@ Error set_num_threads(int threads) noexcept {
 }
 
 Result<int> num_threads() noexcept {
-  if (!onednn_uses_tbb()) {
-    ET_LOG(Error, "OneDnnBackend: %s is known only with oneDNN's TBB runtime", kNumThreadsOption);
-    return Error::NotSupported;
-  }
   try {
-    return current_arena()->execute([] { return tbb::this_task_arena::max_concurrency(); });
+    return current_context()->threads();
   } catch (const std::exception& error) {
     return failure("reading the thread count", error);
   } catch (...) {
@@ -155,36 +178,44 @@ Result<int> num_threads() noexcept {
   }
 }
 
-Error run_in_thread_arena(runtime::FunctionRef<Error()> body) {
-  if (!onednn_uses_tbb()) {
-    return body();
-  }
-  const std::shared_ptr<tbb::task_arena> arena = current_arena();
-  return arena->execute([&] {
-#if TBB_INTERFACE_VERSION >= 12200
-    // One phase per execute(): TBB's workers stay in the arena between the primitives instead of
-    // falling asleep after some of them (a wake-up per primitive cost MobileNetV2 up to 25%), and
-    // leave at once when it ends, so they do not spin against the ops that run between our calls.
-    // Not with one thread: the phase would keep TBB's idle workers spinning for nothing.
-    if (arena->max_concurrency() > 1) {
-      tbb::task_arena::parallel_phase phase(
-          *arena, tbb::task_arena::parallel_phase::flags(
-                      tbb::task_arena::parallel_phase::end_flag_fast_leave()));
-      return body();
+Error run_in_thread_pool(runtime::FunctionRef<Error()> body) {
+  const std::shared_ptr<PoolContext> context = current_context();
+  // Restored on the way out, also by an exception: init() may run inside an execute() of another
+  // program on this thread.
+  struct Activation {
+    explicit Activation(PoolContext* context) : previous(active_context) {
+      // oneDNN sizes the kernels it creates for this count (thread-local in oneDNN), and runs them
+      // on the pool of the stream they execute on. Neither call fails for a count >= 1.
+      dnnl_threadpool_interop_get_max_concurrency(&previous_concurrency);
+      dnnl_threadpool_interop_set_max_concurrency(context->threads());
+      active_context = context;
+      context->pool.open_phase();
     }
-#endif
-    return body();
-  });
+    ~Activation() {
+      active_context->pool.close_phase();
+      active_context = previous;
+      dnnl_threadpool_interop_set_max_concurrency(previous_concurrency);
+    }
+    PoolContext* previous;
+    int previous_concurrency = 1;
+  } activation(context.get());
+  return body();
 }
 
 void parallel_chunks(size_t count, size_t grain, runtime::FunctionRef<void(size_t, size_t)> body) {
-  if (!onednn_uses_tbb() || count <= grain) {
+  const size_t chunk = std::max<size_t>(grain, 1);
+  if (active_context == nullptr || count <= chunk) {
     body(0, count);
     return;
   }
-  tbb::parallel_for(
-      tbb::blocked_range<size_t>(0, count, grain),
-      [&](const tbb::blocked_range<size_t>& range) { body(range.begin(), range.end()); });
+  WorkerPool& pool = active_context->pool;
+  const size_t chunks =
+      std::min((count + chunk - 1) / chunk, static_cast<size_t>(pool.get_num_threads()));
+  pool.parallel_for(static_cast<int>(chunks), [&](int index, int total) {
+    const size_t begin = count * static_cast<size_t>(index) / static_cast<size_t>(total);
+    const size_t end = count * static_cast<size_t>(index + 1) / static_cast<size_t>(total);
+    body(begin, end);
+  });
 }
 
 } // namespace executorch::backends::onednn

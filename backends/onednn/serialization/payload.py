@@ -29,7 +29,7 @@ from .schema import (
 from .shapes import ShapeError, SymDim, at_point, decode, encode, gives_size_one_to_one
 
 MAX_STRING = 1024
-HOST_ONLY_DTYPES = (DType.S64, DType.BOOL)  # oneDNN 3.2 has neither
+HOST_ONLY_DTYPES = (DType.S64, DType.BOOL)  # oneDNN's CPU primitives take neither
 MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
 E = TypeVar("E", bound=IntEnum)
 

@@ -21,7 +21,7 @@ class DType(IntEnum):
     S32 = 3
     S8 = 4
     U8 = 5
-    # Only the host index steps (HOST_INDEX_STEPS) may read and write these: oneDNN 3.2 has no such types.
+    # Only the host index steps (HOST_INDEX_STEPS) may read and write these: oneDNN's CPU primitives do not take them.
     S64 = 6
     BOOL = 7
 
@@ -110,7 +110,7 @@ class EltwiseAlg(IntEnum):
     LINEAR = 14
     POW = 15
     SQUARE = 16
-    # oneDNN 3.2 has none of these (its round takes f32 only): the runtime computes them on the host,
+    # oneDNN has none of these (its round takes f32 only): the runtime computes them on the host,
     # in f32; never a post-op.
     ROUND = 17  # to nearest, ties to even
     FLOOR = 18

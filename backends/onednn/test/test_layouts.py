@@ -51,21 +51,25 @@ class Record:
 
 
 def parse_verbose(text: str) -> list[Record]:
+    """oneDNN's (>= 3.5) execution lines: onednn_verbose,v1,primitive,exec,cpu,<primitive>,<implementation>,
+    <prop kind>,<memory descriptors>,<attributes>,<auxiliary>,<problem>,<ms>; a memory descriptor reads
+    <argument>:<type>:<properties>:blocked:<format tag>:<extra>:<flags>."""
     records = []
     for line in text.splitlines():
         fields = line.split(",")
-        if len(fields) < 10 or fields[0] != "onednn_verbose" or fields[1] != "exec":
+        if len(fields) < 13 or fields[0] != "onednn_verbose" or fields[2:4] != ["primitive", "exec"]:
             continue
+        primitive, implementation, memory_descriptors, attributes, problem = (fields[i] for i in (5, 6, 8, 9, 11))
         layouts = []
-        for md in fields[6].split():
+        for md in memory_descriptors.split():
             parts = md.split(":")
-            if len(parts) >= 4:
-                layouts.append((parts[0].split("_")[0], parts[3]))
+            if len(parts) >= 5:
+                layouts.append((parts[0], parts[4]))
         post_ops: tuple[str, ...] = ()
-        for attr in fields[7].split():
+        for attr in attributes.split():
             if attr.startswith("attr-post-ops:"):
                 post_ops = tuple(attr.removeprefix("attr-post-ops:").split("+"))
-        records.append(Record(fields[3], tuple(layouts), post_ops, fields[9], fields[4]))
+        records.append(Record(primitive, tuple(layouts), post_ops, problem, implementation))
     return records
 
 
@@ -75,22 +79,21 @@ def describe(trace: list[Record]) -> str:
 
 def _execute_traced(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], str]:
     """Runs in the worker: load, then execute with oneDNN's verbose log captured from stdout."""
-    import executorch.backends.onednn  # noqa: F401  (registers OneDnnBackend, loads libdnnl)
+    from executorch.backends.onednn import set_verbose
     from executorch.runtime import Runtime
 
-    dnnl = ctypes.CDLL("libdnnl.so.3")  # the copy the runtime library already loaded
     libc = ctypes.CDLL(None)
     method = Runtime.get().load_program(buffer).load_method("forward")
     with tempfile.TemporaryFile() as log:
         libc.fflush(None)
         saved_stdout = os.dup(1)
         os.dup2(log.fileno(), 1)
-        dnnl.dnnl_set_verbose(1)
+        set_verbose(1)
         try:
             outputs = method.execute(inputs)
             libc.fflush(None)
         finally:
-            dnnl.dnnl_set_verbose(0)
+            set_verbose(0)
             os.dup2(saved_stdout, 1)
             os.close(saved_stdout)
         log.seek(0)

@@ -8,6 +8,7 @@ from executorch.backends.onednn.recipes import OneDnnRecipeType
 from executorch.export import ExportRecipe, export, recipe_registry
 from tester import execute, needs_exact_int8
 
+INT8_RECIPES = (OneDnnRecipeType.DYNAMIC_INT8_LINEAR, OneDnnRecipeType.PT2E_INT8_STATIC)
 TOLERANCE = {
     OneDnnRecipeType.FP32: 1e-4,
     OneDnnRecipeType.BF16: 3e-2,
@@ -31,10 +32,7 @@ def test_the_recipes_are_registered_under_onednn() -> None:
 
 @pytest.mark.parametrize(
     "recipe",
-    [
-        pytest.param(recipe, marks=needs_exact_int8) if recipe == OneDnnRecipeType.PT2E_INT8_STATIC else recipe
-        for recipe in OneDnnRecipeType
-    ],
+    [pytest.param(recipe, marks=needs_exact_int8) if recipe in INT8_RECIPES else recipe for recipe in OneDnnRecipeType],
 )
 def test_a_recipe_exports_a_delegated_program_that_matches_eager(recipe: OneDnnRecipeType) -> None:
     model, x = _model()

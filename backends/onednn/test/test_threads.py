@@ -124,11 +124,11 @@ import os, sys, torch
 import executorch.backends.onednn as onednn
 from executorch.runtime import Runtime
 count = int(sys.argv[1])
-onednn.set_num_threads(count)
 program = Runtime.get().load_program(sys.stdin.buffer.read())
 x = torch.randn(64, 256)
 before = len(os.listdir("/proc/self/task"))
-method = program.load_method("forward")  # init() starts the arena's workers
+onednn.set_num_threads(count)  # starts the pool's workers
+method = program.load_method("forward")
 for _ in range(20):
     method.execute([x])
 print(before, len(os.listdir("/proc/self/task")))
@@ -137,8 +137,8 @@ print(before, len(os.listdir("/proc/self/task")))
 
 @pytest.mark.parametrize("count", [1, 2])
 def test_executing_starts_at_most_count_minus_one_threads(count: int) -> None:
-    """No oversubscription of our making: the delegate's TBB arena holds the calling thread and at most
-    count - 1 workers (examples/onednn/benchmark_alternation.py measures the time side)."""
+    """No oversubscription of our making: the delegate's thread pool is the calling thread and count - 1
+    workers (examples/onednn/benchmark_alternation.py measures the time side)."""
     model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256)).eval()
     lowered = lower(model, (torch.randn(64, 256),))
     assert lowered.delegate_calls == 1, lowered.describe()

@@ -1,0 +1,187 @@
+#include "WorkerPool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include <immintrin.h>
+
+namespace executorch::backends::onednn {
+namespace {
+
+constexpr uint64_t kFieldMask = 0xFFFF;
+constexpr int kMaxSlots = 0xFFFF;
+// After the last phase closes, how long an idle worker keeps spinning before it sleeps: long
+// enough to bridge the ops ExecuTorch runs between two delegate calls of one program, short
+// enough not to take a core from whatever runs next.
+constexpr auto kIdleSpin = std::chrono::microseconds(50);
+// Spinning inside a phase gives the core away now and then, so that a process competing for it
+// is not starved while our workers wait.
+constexpr unsigned kSpinsPerYield = 4096;
+
+thread_local bool inside_job = false;
+
+uint32_t next_slot(uint64_t job) {
+  return static_cast<uint32_t>(job & kFieldMask);
+}
+uint32_t slot_count(uint64_t job) {
+  return static_cast<uint32_t>((job >> 16) & kFieldMask);
+}
+
+struct InsideJob {
+  InsideJob() : outer(inside_job) {
+    inside_job = true;
+  }
+  ~InsideJob() {
+    inside_job = outer;
+  }
+  const bool outer;
+};
+
+} // namespace
+
+WorkerPool::WorkerPool(int threads) : threads_(std::max(1, threads)) {
+  try {
+    workers_.reserve(static_cast<size_t>(threads_ - 1));
+    for (int i = 1; i < threads_; ++i) {
+      workers_.emplace_back([this] { work(); });
+    }
+  } catch (...) {
+    stopping_.store(true);
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+    }
+    wake_.notify_all();
+    for (std::thread& worker : workers_) {
+      worker.join();
+    }
+    throw;
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  stopping_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) {
+    worker.join();
+  }
+}
+
+bool WorkerPool::get_in_parallel() const {
+  return inside_job;
+}
+
+void WorkerPool::open_phase() noexcept {
+  if (open_phases_.fetch_add(1) == 0 && sleepers_.load() > 0) {
+    // Awake before the first primitive of the phase needs them.
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+    }
+    wake_.notify_all();
+  }
+}
+
+void WorkerPool::close_phase() noexcept {
+  open_phases_.fetch_sub(1);
+}
+
+bool WorkerPool::has_unclaimed_slot() const noexcept {
+  const uint64_t job = job_.load();
+  return next_slot(job) < slot_count(job);
+}
+
+void WorkerPool::run_claimed_slots() noexcept {
+  uint64_t job = job_.load(std::memory_order_acquire);
+  while (next_slot(job) < slot_count(job)) {
+    if (!job_.compare_exchange_weak(job, job + 1, std::memory_order_acq_rel)) {
+      continue; // `job` reloaded
+    }
+    // The claim keeps the job alive (its submitter waits for this slot), so fn_ and count_ are the
+    // ones published with the word just claimed from.
+    const int slots = static_cast<int>(slot_count(job));
+    for (int i = static_cast<int>(next_slot(job)); i < count_; i += slots) {
+      (*fn_)(i, count_);
+    }
+    finished_slots_.fetch_add(1, std::memory_order_release);
+    job = job_.load(std::memory_order_acquire);
+  }
+}
+
+void WorkerPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
+  if (n <= 0) {
+    return;
+  }
+  std::unique_lock<std::mutex> submitting(submit_mutex_, std::defer_lock);
+  if (n == 1 || workers_.empty() || inside_job || !submitting.try_lock()) {
+    InsideJob scope;
+    for (int i = 0; i < n; ++i) {
+      fn(i, n);
+    }
+    return;
+  }
+  const int slots = std::min(n, kMaxSlots);
+  fn_ = &fn;
+  count_ = n;
+  finished_slots_.store(0, std::memory_order_relaxed);
+  ++generation_;
+  // Sequentially consistent with the sleepers_ load below and the worker's sleepers_ increment
+  // before it checks for a job: either we see the sleeper or it sees the job.
+  job_.store((static_cast<uint64_t>(generation_) << 32) | (static_cast<uint64_t>(slots) << 16));
+  if (sleepers_.load() > 0) {
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+    }
+    wake_.notify_all();
+  }
+  {
+    InsideJob scope;
+    run_claimed_slots();
+  }
+  for (unsigned spins = 1; finished_slots_.load(std::memory_order_acquire) < slots; ++spins) {
+    _mm_pause();
+    if (spins % kSpinsPerYield == 0) {
+      std::this_thread::yield(); // a worker holding a slot may have been preempted
+    }
+  }
+}
+
+bool WorkerPool::wait_for_job() noexcept {
+  auto idle_since = std::chrono::steady_clock::now();
+  for (unsigned spins = 1;; ++spins) {
+    if (stopping_.load(std::memory_order_relaxed)) {
+      return false;
+    }
+    if (has_unclaimed_slot()) {
+      return true;
+    }
+    _mm_pause();
+    if (spins % 64 != 0) {
+      continue;
+    }
+    if (open_phases_.load(std::memory_order_relaxed) > 0) {
+      idle_since = std::chrono::steady_clock::now();
+      if (spins % kSpinsPerYield == 0) {
+        std::this_thread::yield();
+      }
+    } else if (std::chrono::steady_clock::now() - idle_since > kIdleSpin) {
+      break;
+    }
+  }
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers_.fetch_add(1);
+  wake_.wait(lock, [this] { return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0; });
+  sleepers_.fetch_sub(1);
+  return !stopping_.load();
+}
+
+void WorkerPool::work() noexcept {
+  while (wait_for_job()) {
+    InsideJob scope;
+    run_claimed_slots();
+  }
+}
+
+} // namespace executorch::backends::onednn
