@@ -77,7 +77,9 @@ endfunction()
 function(_onednn_source_tree work out_var)
   set(archive "${ONEDNN_SOURCE}")
   if(NOT archive)
-    get_filename_component(shared "${PROJECT_SOURCE_DIR}/../shared/third_party/${_onednn_archive_name}" ABSOLUTE)
+    get_filename_component(
+      shared "${PROJECT_SOURCE_DIR}/../shared/third_party/${_onednn_archive_name}" ABSOLUTE
+    )
     if(EXISTS "${shared}")
       set(archive "${shared}")
     endif()
@@ -126,24 +128,25 @@ function(_onednn_build prefix)
   file(WRITE "${work}/${_onednn_settings_file}" "${_onednn_settings}")
   _onednn_run(
     "configuring" "${work}/configure.log" "${CMAKE_COMMAND}" -G "${CMAKE_GENERATOR}" -C
-    "${work}/${_onednn_settings_file}" -S "${source}" -B "${work}/build" "-DCMAKE_INSTALL_PREFIX=${prefix}" ${toolchain}
+    "${work}/${_onednn_settings_file}" -S "${source}" -B "${work}/build"
+    "-DCMAKE_INSTALL_PREFIX=${prefix}" ${toolchain}
   )
-  _onednn_run("building" "${work}/build.log" "${CMAKE_COMMAND}" --build "${work}/build" --parallel ${cores})
+  _onednn_run(
+    "building" "${work}/build.log" "${CMAKE_COMMAND}" --build "${work}/build" --parallel ${cores}
+  )
   _onednn_run("installing" "${work}/install.log" "${CMAKE_COMMAND}" --install "${work}/build")
   # Written last: a prefix without it is an unfinished build.
   file(COPY "${work}/${_onednn_settings_file}" DESTINATION "${prefix}")
   file(REMOVE_RECURSE "${work}")
 endfunction()
 
-# A oneDNN of our choosing, unless the caller named one.
-if(NOT dnnl_DIR)
+# A oneDNN of our choosing, unless the caller named one (a dnnl_DIR this file did not set).
+if(NOT dnnl_DIR OR dnnl_DIR STREQUAL _EXECUTORCH_ONEDNN_CACHED_DNNL_DIR)
   enable_language(C) # oneDNN's build compiles C, with the same compilers as ours
-  string(SHA256 _onednn_key
-                "${EXECUTORCH_ONEDNN_DNNL_VERSION};${_onednn_git_commit};${_onednn_settings};${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION}"
-  )
+  set(_onednn_identity "${EXECUTORCH_ONEDNN_DNNL_VERSION};${_onednn_git_commit};${_onednn_settings}")
+  string(SHA256 _onednn_key "${_onednn_identity};${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION}")
   string(SUBSTRING "${_onednn_key}" 0 12 _onednn_key)
   set(_onednn_prefix "${ONEDNN_CACHE_DIR}/onednn-${EXECUTORCH_ONEDNN_DNNL_VERSION}-${_onednn_key}")
-  set(_onednn_config "${_onednn_prefix}/lib/cmake/dnnl/dnnl-config.cmake")
   if(NOT EXISTS "${_onednn_prefix}/${_onednn_settings_file}")
     file(MAKE_DIRECTORY "${ONEDNN_CACHE_DIR}")
     # Two builds configuring at once (pip and the tests) build it once.
@@ -154,6 +157,8 @@ if(NOT dnnl_DIR)
     file(LOCK "${_onednn_prefix}.lock" RELEASE)
   endif()
   set(dnnl_DIR "${_onednn_prefix}/lib/cmake/dnnl" CACHE PATH "oneDNN's CMake package" FORCE)
+  # Recognized at the next configure, which checks the cache again (the settings may have changed).
+  set(_EXECUTORCH_ONEDNN_CACHED_DNNL_DIR "${dnnl_DIR}" CACHE INTERNAL "")
   message(STATUS "oneDNN: ${_onednn_prefix}")
 endif()
 find_package(dnnl ${EXECUTORCH_ONEDNN_DNNL_VERSION} CONFIG REQUIRED)

@@ -247,8 +247,9 @@ extern "C" __attribute__((visibility("default"))) const char* onednn_backend_one
     const char* runtime = version->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
         : version->cpu_runtime == DNNL_RUNTIME_SEQ                        ? "sequential"
                                                                           : "other";
+    const std::string commit = hash == "N/A" ? "" : hash.substr(0, 10) + ", ";
     return std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
-        std::to_string(version->patch) + " (" + (hash == "N/A" ? "" : hash.substr(0, 10) + ", ") + runtime + ")";
+        std::to_string(version->patch) + " (" + commit + runtime + ")";
   }();
   return text.c_str();
 }

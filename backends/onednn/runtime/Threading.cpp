@@ -126,7 +126,6 @@ Error failure(const char* what, const std::exception& error) {
                                                                   : Error::Internal;
 }
 
-
 } // namespace
 
 const dnnl::engine& cpu_engine() {

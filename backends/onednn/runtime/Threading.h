@@ -1,6 +1,6 @@
 // How many threads oneDNN's primitives use, and the threads they run on. oneDNN is built with its
-// THREADPOOL runtime: it parallelizes through the pool its stream was made with, here the delegate's
-// own WorkerPool (Threading.cpp), so the library needs no threading runtime another package could
+// THREADPOOL runtime: it parallelizes through the pool its stream was made with, here the
+// delegate's own WorkerPool, so the library needs no threading runtime another package could
 // shadow. init() and execute() run inside run_in_thread_pool(), which makes the pool of the current
 // count the one cpu_stream() executes on, and sizes the kernels oneDNN creates for it.
 // The count: the backend option "num_threads" (set at run time) > ONEDNN_BACKEND_NUM_THREADS >
@@ -27,9 +27,9 @@ runtime::Error set_num_threads(int threads) noexcept;
 // The count oneDNN runs with now (the pool run_in_thread_pool() would use).
 runtime::Result<int> num_threads() noexcept;
 
-// Runs `body` on the calling thread with the pool of the current count: its threads wait for work
-// (spinning, not asleep) until `body` returns. Throws what `body` throws or std::system_error when a
-// thread cannot be started.
+// Runs `body` on the calling thread with the pool of the current count: its threads wait for
+// work (spinning, not asleep) until `body` returns. Throws what `body` throws or
+// std::system_error when a thread cannot be started.
 runtime::Error run_in_thread_pool(runtime::FunctionRef<runtime::Error()> body);
 
 // The process-wide CPU engine; the stream of the pool run_in_thread_pool() made current on this

@@ -172,7 +172,9 @@ bool WorkerPool::wait_for_job() noexcept {
   }
   std::unique_lock<std::mutex> lock(sleep_mutex_);
   sleepers_.fetch_add(1);
-  wake_.wait(lock, [this] { return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0; });
+  wake_.wait(lock, [this] {
+    return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0;
+  });
   sleepers_.fetch_sub(1);
   return !stopping_.load();
 }

@@ -1,6 +1,7 @@
-// The thread pool oneDNN runs on (runtime/WorkerPool.h): every index of a job runs exactly once and on
-// as many threads as the pool has, a job submitted from inside a job or while another thread's job
-// holds the pool runs on the calling thread, and the pool survives many small jobs and phases.
+// The thread pool oneDNN runs on (runtime/WorkerPool.h): every index of a job runs exactly once
+// and on as many threads as the pool has, a job submitted from inside a job or while another
+// thread's job holds the pool runs on the calling thread, and the pool survives many small jobs
+// and phases.
 #include <atomic>
 #include <mutex>
 #include <set>
