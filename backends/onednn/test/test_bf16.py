@@ -123,7 +123,7 @@ def test_matrix_steps_really_compute_in_bf16() -> None:
     assert fp32.item() == pytest.approx(16 * (1 + 2**-10), abs=1e-6)
     if effective_isa().startswith("avx512_core"):
         assert bf16.item() == 16.0
-    else:  # oneDNN 3.2 has no bf16 matmul below AVX-512: init() builds the step in f32 (README, Instruction sets)
+    else:  # no bf16 matmul below AVX-512 (oneDNN 3.2, 3.13.1): init() builds it in f32 (README, Instruction sets)
         assert bf16.item() == fp32.item()
 
 
