@@ -47,27 +47,29 @@ WorkerPool::WorkerPool(int threads) : threads_(std::max(1, threads)) {
       workers_.emplace_back([this] { work(); });
     }
   } catch (...) {
-    stopping_.store(true);
-    {
-      std::lock_guard<std::mutex> lock(sleep_mutex_);
-    }
-    wake_.notify_all();
-    for (std::thread& worker : workers_) {
-      worker.join();
-    }
+    stop_workers();
     throw;
   }
 }
 
 WorkerPool::~WorkerPool() {
+  stop_workers();
+}
+
+void WorkerPool::stop_workers() noexcept {
   stopping_.store(true);
-  {
-    std::lock_guard<std::mutex> lock(sleep_mutex_);
-  }
-  wake_.notify_all();
+  wake_sleepers();
   for (std::thread& worker : workers_) {
     worker.join();
   }
+}
+
+void WorkerPool::wake_sleepers() noexcept {
+  {
+    // Taken and released, so that a worker between its check and its wait sees the change.
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+  }
+  wake_.notify_all();
 }
 
 bool WorkerPool::get_in_parallel() const {
@@ -76,11 +78,7 @@ bool WorkerPool::get_in_parallel() const {
 
 void WorkerPool::open_phase() noexcept {
   if (open_phases_.fetch_add(1) == 0 && sleepers_.load() > 0) {
-    // Awake before the first primitive of the phase needs them.
-    {
-      std::lock_guard<std::mutex> lock(sleep_mutex_);
-    }
-    wake_.notify_all();
+    wake_sleepers(); // awake before the first primitive of the phase needs them
   }
 }
 
@@ -131,10 +129,7 @@ void WorkerPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
   // before it checks for a job: either we see the sleeper or it sees the job.
   job_.store((static_cast<uint64_t>(generation_) << 32) | (static_cast<uint64_t>(slots) << 16));
   if (sleepers_.load() > 0) {
-    {
-      std::lock_guard<std::mutex> lock(sleep_mutex_);
-    }
-    wake_.notify_all();
+    wake_sleepers();
   }
   {
     InsideJob scope;

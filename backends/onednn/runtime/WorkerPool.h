@@ -42,6 +42,8 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
   void close_phase() noexcept;
 
  private:
+  void stop_workers() noexcept;
+  void wake_sleepers() noexcept;
   void work() noexcept;
   bool wait_for_job() noexcept;
   void run_claimed_slots() noexcept;
