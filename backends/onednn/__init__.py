@@ -3,13 +3,15 @@
 Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTorch's runtime in this
 process, so `.pte` files using the delegate run through `executorch.runtime` with no further step.
 `set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on;
-`set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to; `set_verbose()`
+`set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to
+(`has_bf16_instructions()`/`int8_products_exact()` say what it can compute natively); `set_verbose()`
 turns on oneDNN's log of each primitive it runs; `onednn_version()` names the oneDNN inside the runtime.
 """
 
 from ._runtime import (
     effective_isa,
     get_num_threads,
+    has_bf16_instructions,
     int8_products_exact,
     library_path,
     load_runtime,
@@ -34,6 +36,7 @@ __all__ = [
     "OneDnnPartitioner",
     "effective_isa",
     "get_num_threads",
+    "has_bf16_instructions",
     "int8_products_exact",
     "library_path",
     "load_runtime",

@@ -107,6 +107,7 @@ INSTRUCTION_SETS = (
     "avx",
     "avx2",
     "avx2_vnni",
+    "avx2_vnni_2",
     "avx512_core",
     "avx512_core_vnni",
     "avx512_core_bf16",
@@ -151,8 +152,18 @@ def set_verbose(level: int) -> None:
 
 # The instruction sets with VNNI, whose int8 products oneDNN accumulates in 32 bits (runtime/CpuIsa.h).
 EXACT_INT8_ISAS = frozenset(
-    {"avx2_vnni", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}
+    {"avx2_vnni", "avx2_vnni_2", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}
 )
+# The instruction sets with bf16 instructions (AVX-NE-CONVERT, AVX512-BF16, AMX): oneDNN's bf16 kernels
+# run natively there (runtime/CpuIsa.h).
+BF16_ISAS = frozenset({"avx2_vnni_2", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"})
+
+
+def has_bf16_instructions() -> bool:
+    """Whether bf16 programs compute in bf16 here. Without bf16 instructions oneDNN's bf16 kernels are
+    emulated or missing, so the runtime keeps the bf16 values between steps in f32: such a program runs
+    at f32 speed, and precision="bf16" computes exactly as fp32 does (README, "Instruction sets")."""
+    return effective_isa() in BF16_ISAS
 
 
 def int8_products_exact() -> bool:

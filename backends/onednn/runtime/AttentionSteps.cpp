@@ -109,8 +109,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
     if (graph.compute_in_f32()) {
       return DataType::f32;
     }
-    const bool asked = step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0;
-    return asked || graph.involves_bf16(step) ? DataType::bf16 : DataType::f32;
+    return graph.involves_bf16(step) ? DataType::bf16 : DataType::f32;
   }();
   const DataType out_type =
       graph.compute_in_f32() || graph.data_type(out) == DataType::f32 ? DataType::f32 : type;

@@ -13,8 +13,8 @@ namespace {
 using dnnl::prop_kind;
 
 // Convolutions and matmuls compute in bf16 when their activation input or output is bf16, or when
-// asked to (precision="bf16" between fp32 delegate inputs and outputs): oneDNN accumulates in f32 and
-// writes either type. Weights are converted to the compute type once, at init.
+// asked to (precision="bf16" between fp32 delegate inputs and outputs, unless GraphBuilder widens
+// bf16): oneDNN accumulates in f32 and writes either type. Weights are converted to the compute type once, at init.
 // int8 steps (u8/s8 src) compute in their src's type with s8 weights.
 DataType weights_type(DataType compute) {
   return is_int8(compute) ? DataType::s8 : compute;
@@ -34,8 +34,7 @@ DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src)
   if (graph.compute_in_f32()) {
     return DataType::f32;
   }
-  const bool asked = step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0;
-  return asked || graph.data_type(src) == DataType::bf16 ||
+  return graph.asks_bf16(step) || graph.data_type(src) == DataType::bf16 ||
           graph.data_type(step.outputs[0]) == DataType::bf16
       ? DataType::bf16
       : DataType::f32;

@@ -1,5 +1,6 @@
 #include "CpuIsa.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 
@@ -20,6 +21,7 @@ constexpr NamedIsa kIsas[] = {
     {"avx", dnnl_cpu_isa_avx},
     {"avx2", dnnl_cpu_isa_avx2},
     {"avx2_vnni", dnnl_cpu_isa_avx2_vnni},
+    {"avx2_vnni_2", dnnl_cpu_isa_avx2_vnni_2},
     {"avx512_core", dnnl_cpu_isa_avx512_core},
     {"avx512_core_vnni", dnnl_cpu_isa_avx512_core_vnni},
     {"avx512_core_bf16", dnnl_cpu_isa_avx512_core_bf16},
@@ -64,15 +66,24 @@ const char* effective_isa_name() noexcept {
   return newest;
 }
 
-bool int8_products_exact() noexcept {
+namespace {
+
+bool effective_isa_includes_any(std::initializer_list<dnnl_cpu_isa_t> isas) noexcept {
   const auto effective = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  for (const dnnl_cpu_isa_t isa : {dnnl_cpu_isa_avx2_vnni, dnnl_cpu_isa_avx512_core_vnni}) {
+  return std::any_of(isas.begin(), isas.end(), [&](dnnl_cpu_isa_t isa) {
     const auto bits = static_cast<unsigned>(isa);
-    if ((bits & effective) == bits) {
-      return true;
-    }
-  }
-  return false;
+    return (bits & effective) == bits;
+  });
+}
+
+} // namespace
+
+bool int8_products_exact() noexcept {
+  return effective_isa_includes_any({dnnl_cpu_isa_avx2_vnni, dnnl_cpu_isa_avx512_core_vnni});
+}
+
+bool has_bf16_instructions() noexcept {
+  return effective_isa_includes_any({dnnl_cpu_isa_avx2_vnni_2, dnnl_cpu_isa_avx512_core_bf16});
 }
 
 } // namespace executorch::backends::onednn

@@ -10,7 +10,7 @@ namespace executorch::backends::onednn {
 
 inline constexpr char kMaxIsaOption[] = "max_isa";
 
-// `name`: sse41, avx, avx2, avx2_vnni, avx512_core, avx512_core_vnni, avx512_core_bf16,
+// `name`: sse41, avx, avx2, avx2_vnni, avx2_vnni_2, avx512_core, avx512_core_vnni, avx512_core_bf16,
 // avx512_core_fp16, avx512_core_amx or default. InvalidArgument for another name, or when oneDNN
 // has already fixed its instruction set.
 runtime::Error set_max_isa(const char* name) noexcept;
@@ -22,5 +22,8 @@ const char* effective_isa_name() noexcept;
 // in 32 bits; without it, in pairs of 16-bit sums that saturate (measured: a dynamic int8 linear off
 // by 30% on an AVX2 CPU), so int8 steps are refused there.
 bool int8_products_exact() noexcept;
+
+// Whether oneDNN has native bf16 kernels here: AVX512-BF16 (and AMX) or AVX-NE-CONVERT (avx2_vnni_2).
+bool has_bf16_instructions() noexcept;
 
 } // namespace executorch::backends::onednn

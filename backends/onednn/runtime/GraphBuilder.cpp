@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "CompiledGraph.h"
+#include "CpuIsa.h"
 #include "InitError.h"
 
 namespace executorch::backends::onednn {
@@ -31,7 +32,21 @@ GraphBuilder::GraphBuilder(
       shared_(shared),
       engine_(engine),
       stream_(stream),
-      value_buffer_(payload.values.size(), kNoValue) {
+      value_buffer_(payload.values.size(), kNoValue),
+      widens_bf16_(!has_bf16_instructions()),
+      widened_(payload.values.size(), false) {
+  if (widens_bf16_) {
+    std::vector<bool> at_boundary(payload.values.size(), false);
+    for (const auto* ids : {&payload.inputs, &payload.outputs}) {
+      for (uint32_t id : *ids) {
+        at_boundary[id] = true;
+      }
+    }
+    for (uint32_t id = 0; id < payload.values.size(); ++id) {
+      widened_[id] = program_type(id) == DataType::bf16 && !payload.values[id].is_constant &&
+          !at_boundary[id];
+    }
+  }
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
     if (payload.values[id].is_constant) {
       constant_bytes_ += static_cast<size_t>(element_count(payload.values[id].dims)) *
@@ -207,7 +222,11 @@ bool GraphBuilder::involves_bf16(const StepRecord& step) const {
   const auto is_bf16 = [&](uint32_t id) { return id != kNoValue && data_type(id) == DataType::bf16; };
   return std::any_of(step.inputs.begin(), step.inputs.end(), is_bf16) ||
       std::any_of(step.outputs.begin(), step.outputs.end(), is_bf16) ||
-      (step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0);
+      asks_bf16(step);
+}
+
+bool GraphBuilder::asks_bf16(const StepRecord& step) const {
+  return !widens_bf16_ && step.has("compute_bf16") && step.int_scalar("compute_bf16") != 0;
 }
 
 void GraphBuilder::finish_step(const StepRecord& step) {

@@ -78,8 +78,13 @@ class GraphBuilder {
     return constant_bytes_;
   }
   // The value's element type (the payload parser refuses F16 and S32 values). S64 and BOOL values,
-  // which only host steps touch, are described by a oneDNN type of the same size.
+  // which only host steps touch, are described by a oneDNN type of the same size. On a CPU without
+  // bf16 instructions a bf16 value the graph keeps to itself is f32 (widens_bf16()).
   DataType data_type(uint32_t id) const {
+    return widened_[id] ? DataType::f32 : program_type(id);
+  }
+  // The element type the program gives the value.
+  DataType program_type(uint32_t id) const {
     switch (static_cast<DType>(payload_.values[id].dtype)) {
       case DType::S64:
         return DataType::f64;
@@ -118,6 +123,17 @@ class GraphBuilder {
     compute_in_f32_ = on;
   }
   bool involves_bf16(const StepRecord& step) const;
+  // Whether the step asks to compute in bf16 between f32 values (precision="bf16"); never where bf16
+  // is widened.
+  bool asks_bf16(const StepRecord& step) const;
+  // On a CPU without bf16 instructions (AVX512-BF16, AVX-NE-CONVERT, AMX) oneDNN's bf16 kernels are
+  // emulated or missing and every step would convert around an f32 kernel (2-66x the f32 time
+  // measured on AVX2): there the bf16 values between steps are kept in f32 instead, so a bf16 program
+  // runs at f32 speed, its results closer to f32's than eager bf16's. Constants and the delegate's
+  // inputs and outputs keep their bytes' type.
+  bool widens_bf16() const {
+    return widens_bf16_;
+  }
   // The layout a consumer that follows its input's layout reads the value in: the layout its
   // producer chose (a constant's is plain), or plain for a strided view, since few primitives run
   // their fast kernels on permuted strides (those that do ask for stored()).
@@ -248,6 +264,8 @@ class GraphBuilder {
   std::vector<Conversion> conversions_;
   std::vector<std::pair<BufferId, uint32_t>> results_to_convert_; // (computed, value) in this step
   bool compute_in_f32_ = false;
+  bool widens_bf16_ = false;
+  std::vector<bool> widened_; // per value: bf16 in the program, f32 here (widens_bf16())
   int64_t origin_ = -1;
   std::vector<RecordedStep> steps_;
 };
