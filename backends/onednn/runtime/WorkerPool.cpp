@@ -66,8 +66,9 @@ void WorkerPool::stop_workers() noexcept {
 
 void WorkerPool::wake_sleepers() noexcept {
   {
-    // Taken and released, so that a worker between its check and its wait sees the change.
+    // Under the lock, so that a worker between its check and its wait sees the change.
     std::lock_guard<std::mutex> lock(sleep_mutex_);
+    ++wake_calls_;
   }
   wake_.notify_all();
 }
@@ -77,6 +78,7 @@ bool WorkerPool::get_in_parallel() const {
 }
 
 void WorkerPool::open_phase() noexcept {
+  phases_opened_.fetch_add(1, std::memory_order_relaxed);
   if (open_phases_.fetch_add(1) == 0 && sleepers_.load() > 0) {
     wake_sleepers(); // awake before the first primitive of the phase needs them
   }
@@ -145,6 +147,7 @@ void WorkerPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
 
 bool WorkerPool::wait_for_job() noexcept {
   auto idle_since = std::chrono::steady_clock::now();
+  uint64_t phases_seen = phases_opened_.load(std::memory_order_relaxed);
   for (unsigned spins = 1;; ++spins) {
     if (stopping_.load(std::memory_order_relaxed)) {
       return false;
@@ -156,7 +159,11 @@ bool WorkerPool::wait_for_job() noexcept {
     if (spins % 64 != 0) {
       continue;
     }
-    if (open_phases_.load(std::memory_order_relaxed) > 0) {
+    // A phase that opened and closed since the last look counts as well: a short execute() may
+    // fall between two looks.
+    const uint64_t phases = phases_opened_.load(std::memory_order_relaxed);
+    if (open_phases_.load(std::memory_order_relaxed) > 0 || phases != phases_seen) {
+      phases_seen = phases;
       idle_since = std::chrono::steady_clock::now();
       if (spins % kSpinsPerYield == 0) {
         std::this_thread::yield();
@@ -167,8 +174,14 @@ bool WorkerPool::wait_for_job() noexcept {
   }
   std::unique_lock<std::mutex> lock(sleep_mutex_);
   sleepers_.fetch_add(1);
-  wake_.wait(lock, [this] {
-    return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0;
+  sleeps_.fetch_add(1, std::memory_order_relaxed);
+  // Any wake-up call ends the sleep, even when the phase that made it has closed by the time this
+  // thread runs: a worker that went back to sleep then would cost every short execute() a wake-up
+  // call (microseconds of system call on the caller's thread) and never catch one of them.
+  const uint64_t wake_calls = wake_calls_;
+  wake_.wait(lock, [&] {
+    return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0 ||
+        wake_calls_ != wake_calls;
   });
   sleepers_.fetch_sub(1);
   return !stopping_.load();

@@ -41,6 +41,11 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
   void open_phase() noexcept;
   void close_phase() noexcept;
 
+  // How many times a worker has gone to sleep (tests and diagnostics).
+  uint64_t sleeps() const noexcept {
+    return sleeps_.load();
+  }
+
  private:
   void stop_workers() noexcept;
   void wake_sleepers() noexcept;
@@ -61,9 +66,12 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
   std::mutex submit_mutex_;
 
   std::atomic<int> open_phases_{0};
+  std::atomic<uint64_t> phases_opened_{0};
   std::atomic<int> sleepers_{0};
+  std::atomic<uint64_t> sleeps_{0};
   std::atomic<bool> stopping_{false};
   std::mutex sleep_mutex_;
+  uint64_t wake_calls_ = 0; // written under sleep_mutex_
   std::condition_variable wake_;
 };
 

@@ -1,8 +1,9 @@
 // The thread pool oneDNN runs on (runtime/WorkerPool.h): every index of a job runs exactly once
 // and on as many threads as the pool has, a job submitted from inside a job or while another
-// thread's job holds the pool runs on the calling thread, and the pool survives many small jobs
-// and phases.
+// thread's job holds the pool runs on the calling thread, the pool survives many small jobs
+// and phases, and a worker woken for a phase stays awake a while even when it missed the phase.
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -105,6 +106,24 @@ TEST(WorkerPool, ManySmallJobsAcrossPhasesAndSleeps) {
     pool.close_phase();
   }
   EXPECT_EQ(total.load(), expected);
+}
+
+// A phase too short for a sleeping worker to see still wakes it for good: it spins again, then
+// falls asleep anew, rather than going back to sleep at once and making every short phase after
+// it pay a wake-up call it never answers.
+TEST(WorkerPool, AWorkerWokenByAPhaseThatClosedSpinsBeforeItSleepsAgain) {
+  WorkerPool pool(2);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool.sleeps() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(pool.sleeps(), 1u) << "the idle worker did not fall asleep";
+  pool.open_phase();
+  pool.close_phase();
+  while (pool.sleeps() == 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(pool.sleeps(), 2u) << "the worker stayed in its first sleep";
 }
 
 TEST(WorkerPool, APoolOfOneRunsEverythingOnTheCallingThread) {
