@@ -167,6 +167,7 @@ def has_bf16_instructions() -> bool:
 
 
 def int8_products_exact() -> bool:
-    """Whether int8 programs run here: without VNNI, oneDNN's int8 products saturate at 16 bits, and the
-    runtime refuses int8 steps at load time (NotSupported) rather than compute wrong numbers."""
+    """Whether int8 steps run oneDNN's int8 kernels here. Without VNNI those sum int8 products in 16 bits,
+    which saturate, so the runtime computes int8 steps in f32 on the dequantized operands instead: the
+    same results, at f32 speed (README, "Instruction sets")."""
     return effective_isa() in EXACT_INT8_ISAS

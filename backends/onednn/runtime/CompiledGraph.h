@@ -31,8 +31,11 @@ struct ConstantPacking {
   int64_t source = 0;
   dnnl::memory::desc source_desc;
   dnnl::memory::desc wanted;
+  std::vector<uint8_t> scales; // the f32 scales of a scaled_constant(), else empty
+  int scale_mask = 0;
   bool operator==(const ConstantPacking& other) const {
-    return source == other.source && source_desc == other.source_desc && wanted == other.wanted;
+    return source == other.source && source_desc == other.source_desc && wanted == other.wanted &&
+        scales == other.scales && scale_mask == other.scale_mask;
   }
 };
 

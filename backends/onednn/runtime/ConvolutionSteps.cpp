@@ -15,21 +15,23 @@ using dnnl::prop_kind;
 // Convolutions and matmuls compute in bf16 when their activation input or output is bf16, or when
 // asked to (precision="bf16" between fp32 delegate inputs and outputs, unless GraphBuilder widens
 // bf16): oneDNN accumulates in f32 and writes either type. Weights are converted to the compute type once, at init.
-// int8 steps (u8/s8 src) compute in their src's type with s8 weights.
+// int8 steps (u8/s8 src) compute in their src's type with s8 weights, where that is exact.
 DataType weights_type(DataType compute) {
   return is_int8(compute) ? DataType::s8 : compute;
 }
 
+// Without VNNI, oneDNN's int8 kernels add pairs of u8 x s8 products in 16 bits, which saturate (its
+// s8 x s8 ones shift the src to u8 first: the same). There an int8 step computes as PyTorch's
+// reference decomposition does (dequantize, f32 operator, quantize): its src dequantized, its weights
+// dequantized once at init, an f32 kernel with the step's bias and post-ops, and its result quantized
+// when its output is int8.
+bool emulates_int8(GraphBuilder& graph, uint32_t src) {
+  return is_int8(graph.data_type(src)) && !int8_products_exact();
+}
+
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
   if (is_int8(graph.data_type(src))) {
-    if (!int8_products_exact()) {
-      fail(runtime::Error::NotSupported,
-           "int8 step on a CPU without VNNI (oneDNN uses %s): its int8 products would saturate at 16 "
-           "bits and give wrong results; run this program on a CPU with AVX512-VNNI or AVX-VNNI, or "
-           "export it without int8",
-           effective_isa_name());
-    }
-    return graph.data_type(src);
+    return emulates_int8(graph, src) ? DataType::f32 : graph.data_type(src);
   }
   if (graph.compute_in_f32()) {
     return DataType::f32;
@@ -38,6 +40,31 @@ DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src)
           graph.data_type(step.outputs[0]) == DataType::bf16
       ? DataType::bf16
       : DataType::f32;
+}
+
+// The int8 bytes of `source` (strided) dequantized by `quantization`'s src scale and zero point into
+// f32 scratch of the same strides (a quantizing reorder that keeps the layout: DataMovementSteps.cpp).
+BufferId dequantized(GraphBuilder& graph, BufferId source, const Quantization& quantization) {
+  const memory::desc stored = graph.buffer_desc(source); // a copy: scratch() may move the buffers
+  const BufferId real = graph.scratch(memory::desc(stored.get_dims(), DataType::f32, stored.get_strides()));
+  add_quantizing_reorder(graph, source, real, quantization.of(DNNL_ARG_SRC));
+  return real;
+}
+
+// Emulated int8 weights: the s8 constant `value` read through `view` and multiplied by its weight
+// scales along `mask` once at init, in layout `wanted`.
+BufferId dequantized_weights(
+    GraphBuilder& graph,
+    uint32_t value,
+    const memory::desc& view,
+    const memory::desc& wanted,
+    const Quantization& quantization,
+    int mask) {
+  const Quantization scales = quantization.of(DNNL_ARG_WEIGHTS);
+  if (scales.empty()) {
+    return graph.input_view(value, view, wanted);
+  }
+  return graph.scaled_constant(value, view, wanted, scales.args.front().buffer, mask);
 }
 
 // Some of oneDNN 3.2's bf16 convolution kernels multiply inputs outside an output's window by zero
@@ -142,12 +169,17 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const DataType type = compute_type(step, graph, step.inputs[0]);
   const int64_t groups = step.int_scalar("groups");
   // Per output channel: grouped weights are [g, OC/g, ...], so the mask spans both dims.
-  const Quantization quantization =
-      read_quantization(step, graph, groups > 1 ? 0b11 : 0b1, shape.channels_out);
-  quantization.apply(attr);
+  const int weights_mask = groups > 1 ? 0b11 : 0b1;
+  const Quantization quantization = read_quantization(step, graph, weights_mask, shape.channels_out);
+  const bool emulated = emulates_int8(graph, step.inputs[0]);
+  const uint32_t output = step.outputs[0];
+  const bool quantizes_result = emulated && is_int8(graph.data_type(output));
+  const Quantization kernel_quantization = emulated ? Quantization() : quantization;
+  kernel_quantization.apply(attr);
   const memory::desc src_any = any_desc(shape.src, type);
   const memory::desc weights_any = any_desc(shape.weights, weights_type(type));
-  const memory::desc dst_any = any_desc(shape.dst, graph.compute_type(step.outputs[0]));
+  const memory::desc dst_any =
+      any_desc(shape.dst, quantizes_result ? DataType::f32 : graph.compute_type(output));
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
@@ -175,16 +207,28 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const dnnl::primitive_desc& pd = built.second;
 
   ArgList args;
-  args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
+  if (emulated) {
+    BufferId source = graph.buffer(step.inputs[0]);
+    if (!is_strided(graph.buffer_desc(source))) {
+      source = graph.plain_input(step.inputs[0]);
+    }
+    args.emplace_back(DNNL_ARG_SRC, graph.as_layout(dequantized(graph, source, quantization), pd.src_desc(0)));
+  } else {
+    args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
+  }
   const size_t weights_arg = args.size();
   args.emplace_back(
-      DNNL_ARG_WEIGHTS, graph.input_view(step.inputs[1], shape.weights_view, pd.weights_desc(0)));
+      DNNL_ARG_WEIGHTS,
+      emulated ? dequantized_weights(graph, step.inputs[1], shape.weights_view, pd.weights_desc(0),
+                                     quantization, weights_mask)
+               : graph.input_view(step.inputs[1], shape.weights_view, pd.weights_desc(0)));
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, graph.input(step.inputs[2], pd.weights_desc(1)));
   }
   add_post_op_args(post_ops, pd, graph, args);
-  quantization.add_args(args);
-  args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc(0)));
+  kernel_quantization.add_args(args);
+  const BufferId result = quantizes_result ? graph.scratch(pd.dst_desc(0)) : graph.define(output, pd.dst_desc(0));
+  args.emplace_back(DNNL_ARG_DST, result);
   // A kernel that spreads NaN and infinities keeps the step's speed on finite inputs; the guarded
   // path runs the next kernel, with the weights in the layout that one picks.
   memory::desc exact_weights = pd.weights_desc(0);
@@ -203,10 +247,13 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
       graph, post_ops, built, args,
       [&](const dnnl::post_ops& ops) {
         dnnl::primitive_attr exact = attr_with(ops);
-        quantization.apply(exact);
+        kernel_quantization.apply(exact);
         return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, spreads);
       },
       spreads ? &exact_args : nullptr);
+  if (quantizes_result) {
+    add_quantizing_reorder(graph, result, graph.define(output, graph.plain(output)), quantization.of(DNNL_ARG_DST));
+  }
 }
 
 } // namespace
@@ -374,8 +421,15 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
   dnnl::primitive_attr attr = attr_with(post_ops);
   // Weight scales per output column n: the last dim of b.
-  const Quantization quantization = read_quantization(step, graph, 1 << (rank - 1), n);
-  quantization.apply(attr);
+  const int weights_mask = 1 << (rank - 1);
+  const Quantization quantization = read_quantization(step, graph, weights_mask, n);
+  const bool emulated = emulates_int8(graph, a);
+  const uint32_t output = step.outputs[0];
+  const bool quantizes_result = emulated && is_int8(graph.data_type(output));
+  ODNN_CHECK(!quantizes_result || !fold_rows, "an int8 result of a matmul with row post-op operands");
+  ODNN_CHECK(!emulated || graph.is_constant(b), "int8 weights that are not a constant");
+  const Quantization kernel_quantization = emulated ? Quantization() : quantization;
+  kernel_quantization.apply(attr);
   // Constant weights get the layout oneDNN prefers. Activations are read in place: as they are
   // stored when that is strided (a permute or reshape left as a view) and oneDNN runs the same
   // kernel on those strides as on plain input, else plain (converted first when their type is not
@@ -390,7 +444,7 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
       fold_rows ? memory::desc() : strided_operand(graph, a, identity, type);
   const memory::desc b_strided =
       graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
-  const memory::desc dst_desc = plain_desc(dst, graph.compute_type(step.outputs[0]));
+  const memory::desc dst_desc = plain_desc(dst, quantizes_result ? DataType::f32 : graph.compute_type(output));
   using Pd = dnnl::matmul::primitive_desc;
   auto make_pd_with = [&](const memory::desc& a_desc, const memory::desc& b_desc,
                           const dnnl::primitive_attr& attributes) {
@@ -403,10 +457,24 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   bool a_as_stored = !a_strided.is_zero() && a_strided != a_plain;
   bool b_as_stored = !b_strided.is_zero() && b_strided != b_plain;
   Pd pd = make_pd(a_plain, b_plain);
+  // oneDNN 3.13.1's AVX2 brgemm matmul takes few post-op operand broadcasts together (a row operand
+  // [.., M, 1] with any other, a column operand [1, 1, N] in 3-D): otherwise it falls back to its
+  // reference kernel, hundreds of times slower than the post-ops run one by one after the product.
+  bool unfused = false;
+  if (!post_ops.entries.empty() && is_reference_kernel(pd)) {
+    dnnl::primitive_attr bare = attr_with(dnnl::post_ops());
+    kernel_quantization.apply(bare);
+    const Pd product = make_pd_with(a_plain, b_plain, bare);
+    if (!is_reference_kernel(product)) {
+      attr = bare;
+      pd = product;
+      unfused = true;
+    }
+  }
   const int64_t rows = rank == 2 ? m : dst[0] * m;
   const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
   const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
-  if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && quantization.empty()) {
+  if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && kernel_quantization.empty()) {
     pd = with_small_rows_weights(pd, b_dims, b_type, rows, [&](const memory::desc& weights) {
       return make_pd(a_plain, weights);
     });
@@ -423,31 +491,55 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
 
   ArgList args;
-  args.emplace_back(
-      DNNL_ARG_SRC,
-      a_as_stored ? graph.alias(graph.buffer(a), a_strided)
-                  : operand(graph, a, a_dims, pd.src_desc()));
-  args.emplace_back(
-      DNNL_ARG_WEIGHTS,
-      b_as_stored ? graph.alias(graph.buffer(b), b_strided)
-                  : graph.input_view(b, b_view, pd.weights_desc()));
+  if (emulated && !quantization.of(DNNL_ARG_SRC).empty()) {
+    const BufferId source = operand(graph, a, a_dims, plain_desc(a_dims, graph.data_type(a)));
+    args.emplace_back(DNNL_ARG_SRC, graph.as_layout(dequantized(graph, source, quantization), pd.src_desc()));
+  } else {
+    args.emplace_back(
+        DNNL_ARG_SRC,
+        a_as_stored ? graph.alias(graph.buffer(a), a_strided)
+                    : operand(graph, a, a_dims, pd.src_desc()));
+  }
+  if (emulated) {
+    args.emplace_back(
+        DNNL_ARG_WEIGHTS,
+        dequantized_weights(graph, b, b_view, pd.weights_desc(), quantization, weights_mask));
+  } else {
+    args.emplace_back(
+        DNNL_ARG_WEIGHTS,
+        b_as_stored ? graph.alias(graph.buffer(b), b_strided)
+                    : graph.input_view(b, b_view, pd.weights_desc()));
+  }
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, operand(graph, step.inputs[2], bias_dims, pd.bias_desc()));
   }
   add_post_op_args(post_ops, pd, graph, args);
-  quantization.add_args(args);
-  if (fold_rows) {
+  kernel_quantization.add_args(args);
+  BufferId quantized_result = kNoBuffer;
+  if (quantizes_result) {
+    quantized_result = graph.scratch(pd.dst_desc());
+    args.emplace_back(DNNL_ARG_DST, quantized_result);
+  } else if (fold_rows) {
     const memory::desc result = plain_desc(dst_value, pd.dst_desc().get_data_type());
     args.emplace_back(DNNL_ARG_DST, graph.alias(graph.define(step.outputs[0], result), pd.dst_desc()));
   } else {
     args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   }
-  add_post_op_primitive(graph, post_ops, {dnnl::matmul(pd), pd}, args, [&](const dnnl::post_ops& ops) {
-    dnnl::primitive_attr exact = attr_with(ops);
-    quantization.apply(exact);
-    const Pd without_clamps = make_pd_with(pd.src_desc(), pd.weights_desc(), exact);
-    return BuiltPrimitive{dnnl::matmul(without_clamps), without_clamps};
-  });
+  if (unfused) {
+    graph.add_primitive(dnnl::matmul(pd), pd, args);
+    add_post_ops_in_place(graph, post_ops, args);
+  } else {
+    add_post_op_primitive(graph, post_ops, {dnnl::matmul(pd), pd}, args, [&](const dnnl::post_ops& ops) {
+      dnnl::primitive_attr exact = attr_with(ops);
+      kernel_quantization.apply(exact);
+      const Pd without_clamps = make_pd_with(pd.src_desc(), pd.weights_desc(), exact);
+      return BuiltPrimitive{dnnl::matmul(without_clamps), without_clamps};
+    });
+  }
+  if (quantizes_result) {
+    add_quantizing_reorder(
+        graph, quantized_result, graph.define(output, graph.plain(output)), quantization.of(DNNL_ARG_DST));
+  }
 }
 
 } // namespace executorch::backends::onednn

@@ -134,18 +134,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
       source = graph.plain_input(src);
     }
   }
-  const BufferId destination = graph.define(step.outputs[0], target);
-  dnnl::primitive_attr attr = GraphBuilder::default_attr();
-  quantization.apply(attr);
-  const dnnl::reorder::primitive_desc pd(
-      graph.engine(),
-      graph.buffer_desc(source),
-      graph.engine(),
-      graph.buffer_desc(destination),
-      attr);
-  ArgList args{{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}};
-  quantization.add_args(args);
-  graph.add_primitive(dnnl::reorder(pd), pd, args);
+  add_quantizing_reorder(graph, source, graph.define(step.outputs[0], target), quantization);
 }
 
 // The output describes the input's bytes with new dims: free when the input's strides allow it

@@ -179,7 +179,7 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
     return source;
   }
   for (const Conversion& conversion : conversions_) {
-    if (conversion.source == source && conversion.wanted == wanted) {
+    if (conversion.source == source && conversion.wanted == wanted && conversion.scales == kNoBuffer) {
       return conversion.result;
     }
   }
@@ -195,6 +195,22 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
     add_reorder(source, result);
   }
   conversions_.push_back({source, wanted, result});
+  return result;
+}
+
+BufferId GraphBuilder::scaled_constant(
+    uint32_t id,
+    const memory::desc& view,
+    const memory::desc& wanted,
+    BufferId scales,
+    int mask) {
+  ODNN_CHECK(is_constant(id), "value %u: only constants are scaled at init", id);
+  const BufferId source = alias(plain_input(id), view);
+  Buffer packed;
+  packed.desc = wanted;
+  packed.storage = Storage::Packed;
+  const BufferId result = add_buffer(std::move(packed));
+  conversions_.push_back({source, wanted, result, scales, mask});
   return result;
 }
 
@@ -464,7 +480,10 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
           ? packing_of[source_root]
           : static_cast<int64_t>(source.owner_value);
       packing_of[conversion.result] = -1 - static_cast<int64_t>(packings.size());
-      packings.push_back({source_key, buffers_[conversion.source].desc, packed.desc});
+      packings.push_back({source_key, buffers_[conversion.source].desc, packed.desc,
+                          conversion.scales == kNoBuffer ? std::vector<uint8_t>()
+                                                         : buffers_[conversion.scales].bytes,
+                          conversion.scale_mask});
     }
   }
   if (total == 0) {
@@ -493,7 +512,17 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
     void* bytes = source.storage == Storage::Packed ? weights + source.offset : program_bytes(source_root);
     memory from(buffers_[conversion.source].desc, engine_, bytes);
     memory to(packed.desc, engine_, weights + packed.offset);
-    dnnl::reorder(from, to).execute(stream_, from, to);
+    if (conversion.scales == kNoBuffer) {
+      dnnl::reorder(from, to).execute(stream_, from, to);
+    } else {
+      Buffer& scales = buffers_[conversion.scales];
+      dnnl::primitive_attr attr;
+      attr.set_scales_mask(DNNL_ARG_SRC, conversion.scale_mask);
+      const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
+      memory scale_values(scales.desc, engine_, scales.bytes.data());
+      dnnl::reorder(pd).execute(
+          stream_, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, scale_values}});
+    }
     stream_.wait();
     if (last_read[source_root] == index) {
       source.program_bytes.reset(); // loaded again by make_memory if a step reads it as it is

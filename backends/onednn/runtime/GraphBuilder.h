@@ -170,6 +170,14 @@ class GraphBuilder {
   // The value's plain bytes described by `view` (same size), converted to `wanted`.
   BufferId input_view(uint32_t id, const memory::desc& view, const memory::desc& wanted);
   BufferId as_layout(BufferId source, const memory::desc& wanted);
+  // input_view() of a constant whose values are multiplied on the way, once at init, by `scales` (an
+  // owned f32 constant) along the dims of `view` that `mask` selects: int8 weights dequantized.
+  BufferId scaled_constant(
+      uint32_t id,
+      const memory::desc& view,
+      const memory::desc& wanted,
+      BufferId scales,
+      int mask);
   // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view), starting
   // `bytes` into them (a contiguous block).
   BufferId alias(BufferId base, const memory::desc& view, size_t bytes = 0);
@@ -238,6 +246,8 @@ class GraphBuilder {
     BufferId source;
     memory::desc wanted;
     BufferId result;
+    BufferId scales = kNoBuffer; // scaled_constant()
+    int scale_mask = 0;
   };
 
   BufferId add_buffer(Buffer buffer);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "Algorithms.h"
 #include "InitError.h"
@@ -141,7 +142,11 @@ void add_post_op_args(
     ArgList& args) {
   for (const PostOps::Operand& entry : post_ops.operands) {
     const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(entry.post_op_index) | DNNL_ARG_SRC_1;
-    const memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, arg);
+    // Plain where `pd` runs without its post-ops (add_post_ops_in_place applies them).
+    memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, arg);
+    if (wanted.is_zero()) {
+      wanted = plain_desc(entry.dims, graph.compute_type(entry.value));
+    }
     args.emplace_back(arg, operand(graph, entry.value, entry.dims, wanted));
   }
 }
@@ -152,6 +157,41 @@ dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {
   return attr;
 }
 
+bool is_reference_kernel(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first) {
+  const auto find_arg = [&](int arg) {
+    const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
+    ODNN_CHECK(found != args.end(), "a primitive with post-ops lacks argument %d (internal error)", arg);
+    return found->second;
+  };
+  const BufferId dst = find_arg(DNNL_ARG_DST);
+  const memory::desc dst_desc = graph.buffer_desc(dst);
+  for (size_t i = first; i < post_ops.entries.size(); ++i) {
+    const PostOps::Entry& entry = post_ops.entries[i];
+    if (entry.clamp) {
+      HostLoop loop;
+      loop.kind = HostLoop::Kind::Clamp;
+      loop.value = entry.alpha;
+      loop.upper = entry.beta;
+      loop.bf16 = dst_desc.get_data_type() == DataType::bf16;
+      graph.add_host_loop(loop, dst, dst);
+    } else if (!entry.binary) {
+      const dnnl::eltwise_forward::primitive_desc pd(
+          graph.engine(), dnnl::prop_kind::forward_inference, entry.alg, dst_desc, dst_desc, entry.alpha,
+          entry.beta, GraphBuilder::default_attr());
+      graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+    } else {
+      const BufferId operand = find_arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
+      const dnnl::binary::primitive_desc pd(
+          graph.engine(), entry.alg, dst_desc, graph.buffer_desc(operand), dst_desc, GraphBuilder::default_attr());
+      graph.add_primitive(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
+    }
+  }
+}
+
 void add_post_op_primitive(
     GraphBuilder& graph,
     const PostOps& post_ops,
@@ -160,13 +200,9 @@ void add_post_op_primitive(
     const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
     const ArgList* exact_args) {
   const auto record = [&]() { graph.add_primitive(built.first, built.second, args); };
-  const auto find_arg = [&](int arg) {
-    const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
-    ODNN_CHECK(found != args.end(), "a primitive with post-ops lacks argument %d (internal error)", arg);
-    return found->second;
-  };
-  const BufferId dst = find_arg(DNNL_ARG_DST);
-  const memory::desc dst_desc = graph.buffer_desc(dst);
+  const auto dst = std::find_if(args.begin(), args.end(), [](const auto& entry) { return entry.first == DNNL_ARG_DST; });
+  ODNN_CHECK(dst != args.end(), "a primitive with post-ops lacks its dst (internal error)");
+  const memory::desc dst_desc = graph.buffer_desc(dst->second);
   const DataType type = dst_desc.get_data_type();
   // A clamp on the host also clamps the zeros padding a blocked dst, which must stay zero.
   const bool padded = dst_desc.get_size() != plain_desc(dst_desc.get_dims(), type).get_size();
@@ -184,27 +220,7 @@ void add_post_op_primitive(
   graph.add_non_finite_branch(record, [&]() {
     graph.add_primitive(before_clamp.first, before_clamp.second, exact_args != nullptr ? *exact_args : args);
     // The rest of the chain, in place on dst: clamps on the host, the others as primitives.
-    for (size_t i = exact_until; i < post_ops.entries.size(); ++i) {
-      const PostOps::Entry& entry = post_ops.entries[i];
-      if (entry.clamp) {
-        HostLoop loop;
-        loop.kind = HostLoop::Kind::Clamp;
-        loop.value = entry.alpha;
-        loop.upper = entry.beta;
-        loop.bf16 = type == DataType::bf16;
-        graph.add_host_loop(loop, dst, dst);
-      } else if (!entry.binary) {
-        const dnnl::eltwise_forward::primitive_desc pd(
-            graph.engine(), dnnl::prop_kind::forward_inference, entry.alg, dst_desc, dst_desc, entry.alpha,
-            entry.beta, GraphBuilder::default_attr());
-        graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
-      } else {
-        const BufferId operand = find_arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
-        const dnnl::binary::primitive_desc pd(
-            graph.engine(), entry.alg, dst_desc, graph.buffer_desc(operand), dst_desc, GraphBuilder::default_attr());
-        graph.add_primitive(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
-      }
-    }
+    add_post_ops_in_place(graph, post_ops, args, exact_until);
   });
 }
 
@@ -267,6 +283,30 @@ void Quantization::add_args(ArgList& list) const {
   for (const Arg& arg : args) {
     list.emplace_back(arg.arg, arg.buffer);
   }
+}
+
+Quantization Quantization::of(int argument) const {
+  Quantization subset;
+  for (const Arg& arg : args) {
+    if ((arg.arg & ~(DNNL_ARG_ATTR_SCALES | DNNL_ARG_ATTR_ZERO_POINTS)) == argument) {
+      subset.args.push_back(arg);
+    }
+  }
+  return subset;
+}
+
+void add_quantizing_reorder(
+    GraphBuilder& graph,
+    BufferId source,
+    BufferId destination,
+    const Quantization& quantization) {
+  dnnl::primitive_attr attr = GraphBuilder::default_attr();
+  quantization.apply(attr);
+  const dnnl::reorder::primitive_desc pd(
+      graph.engine(), graph.buffer_desc(source), graph.engine(), graph.buffer_desc(destination), attr);
+  ArgList args{{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}};
+  quantization.add_args(args);
+  graph.add_primitive(dnnl::reorder(pd), pd, args);
 }
 
 BufferId operand(

@@ -106,6 +106,11 @@ void add_post_op_primitive(
     const ArgList& args,
     const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
     const ArgList* exact_args = nullptr);
+// post_ops.entries[first...] applied one by one in place on the DST of `args` (whose post-op
+// operands they read): clamps on the host, keeping a NaN, the others as primitives.
+void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first = 0);
+// oneDNN's reference kernels are its correct-but-slow fallbacks (100-1000x slower than a JIT one).
+bool is_reference_kernel(const dnnl::primitive_desc_base& pd);
 
 // Static int8: the scales and zero points a step reads at run time, from its attributes
 // `src_scale`, `src_zero_point`, `weight_scales` (one per output channel), `dst_scale` and
@@ -123,6 +128,8 @@ struct Quantization {
   }
   void apply(dnnl::primitive_attr& attr) const;
   void add_args(ArgList& list) const;
+  // The scales and zero points of one argument (DNNL_ARG_SRC, DNNL_ARG_WEIGHTS or DNNL_ARG_DST).
+  Quantization of(int argument) const;
 };
 // `weights_mask`/`weight_count`: the per-channel mask and scale count of the weights (unused
 // when the step has no `weight_scales`).
@@ -131,6 +138,14 @@ Quantization read_quantization(
     GraphBuilder& graph,
     int weights_mask = 0,
     int64_t weight_count = 0);
+
+// A reorder of `source` into `destination` through `quantization`'s src and dst scales and zero
+// points: a quantize or a dequantize (FORMAT.md, "Static int8").
+void add_quantizing_reorder(
+    GraphBuilder& graph,
+    BufferId source,
+    BufferId destination,
+    const Quantization& quantization);
 
 inline void require_same_dims(const memory::dims& a, const memory::dims& b, const char* what) {
   ODNN_CHECK(

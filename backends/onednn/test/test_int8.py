@@ -21,7 +21,7 @@ from executorch.backends.onednn.ops import context
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
-from tester import Lowered, execute, flatten_outputs, lower, needs_exact_int8
+from tester import Lowered, execute, flatten_outputs, lower
 from torch import nn
 from torchao.quantization.pt2e import MinMaxObserver, allow_exported_model_train_eval
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -286,7 +286,6 @@ def test_activation_is_a_post_op_of_the_int8_linear(
     assert graph.values[fc1.outputs[0]].dtype == DType.U8, "fc2's u8 input should come from fc1 directly"
 
 
-@needs_exact_int8
 def test_weights_too_large_to_fold_are_read_as_int8(monkeypatch: pytest.MonkeyPatch) -> None:
     """An LM head's dequantized f32 weights (154 MB for GPT-2) exceed what is folded ahead of time: the
     dequantize is still taken, since the int8 matmul reads its s8 data."""
@@ -339,7 +338,6 @@ def test_conv_relu_requantization_fuses_into_one_int8_convolution() -> None:
     assert "src_scale" in dequantize_output.floats and graph.values[dequantize_output.outputs[0]].dtype == DType.F32
 
 
-@needs_exact_int8
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_int8_matches_quantized_reference_and_fp32(case: Case) -> None:
     converted = quantize(case.model, case.inputs, OneDnnQuantizer(per_channel=case.per_channel))
@@ -410,7 +408,6 @@ class ConvCumsumConv(nn.Module):
         return self.conv2(torch.cumsum(torch.relu(self.conv1(x)), dim=3))
 
 
-@needs_exact_int8
 def test_op_without_rule_between_int8_convolutions_splits_the_delegate() -> None:
     example = (torch.randn(1, 3, 8, 8),)
     converted = quantize(ConvCumsumConv(), example)
@@ -424,7 +421,6 @@ def test_op_without_rule_between_int8_convolutions_splits_the_delegate() -> None
     assert_matches_converted(lowered, converted, example)
 
 
-@needs_exact_int8
 def test_bf16_precision_leaves_int8_steps_alone() -> None:
     example = (torch.randn(2, 4, 10, 10),)
     converted = quantize(ConvReluConv(), example)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 
 import torch
-from tester import in_worker, needs_exact_int8
+from tester import in_worker
 
 from examples.onednn.int8_agreement import (
     CALIBRATION_SEED,
@@ -37,7 +37,6 @@ EVALUATION = 1000
 MIN_ACCURACY = 0.8  # chance is 0.1
 
 
-@needs_exact_int8
 def test_trained_classifier_int8_agrees_with_fp32() -> None:
     model, task, _ = trained_cnn(STEPS)
     calibration = list(task.samples(CALIBRATION, seed=CALIBRATION_SEED)[0].split(1))

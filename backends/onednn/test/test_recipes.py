@@ -6,7 +6,7 @@ import pytest
 import torch
 from executorch.backends.onednn.recipes import OneDnnRecipeType
 from executorch.export import ExportRecipe, export, recipe_registry
-from tester import execute, needs_exact_int8
+from tester import execute
 
 INT8_RECIPES = (OneDnnRecipeType.DYNAMIC_INT8_LINEAR, OneDnnRecipeType.PT2E_INT8_STATIC)
 TOLERANCE = {
@@ -32,7 +32,7 @@ def test_the_recipes_are_registered_under_onednn() -> None:
 
 @pytest.mark.parametrize(
     "recipe",
-    [pytest.param(recipe, marks=needs_exact_int8) if recipe in INT8_RECIPES else recipe for recipe in OneDnnRecipeType],
+    list(OneDnnRecipeType),
 )
 def test_a_recipe_exports_a_delegated_program_that_matches_eager(recipe: OneDnnRecipeType) -> None:
     model, x = _model()

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import executorch.exir as exir
-import pytest
 import torch
-from executorch.backends.onednn import OneDnnPartitioner, int8_products_exact
+from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.ops.context import aten_op
 from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize
 from executorch.backends.onednn.serialization.schema import StepKind
@@ -94,13 +93,6 @@ def classify(graph: FxGraph) -> tuple[int, list[str], list[str]]:
     delegates = sum(1 for n in calls if n.target is DELEGATE_CALL)
     others = [op_name(n.target) for n in calls if n.target is not DELEGATE_CALL]
     return delegates, [o for o in others if o not in LAYOUT_OPS], [o for o in others if o in LAYOUT_OPS]
-
-
-# int8 programs load only on CPUs with VNNI (runtime/CpuIsa.h); elsewhere the tests of their numbers
-# cannot run, and test_dynamic_int8.py checks the refusal instead.
-needs_exact_int8 = pytest.mark.skipif(
-    not int8_products_exact(), reason="this CPU has no VNNI: the runtime refuses int8 steps (NotSupported)"
-)
 
 
 def lower(
