@@ -64,7 +64,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
   ODNN_CHECK(std::isfinite(scale), "scale %g must be finite", scale);
 
   SoftmaxRows rows;
-  rows.avx512 = host_avx512_available();
+  rows.isa = host_row_isa();
   // PyTorch's decomposed scaled_dot_product_attention zeroes a row masked entirely; attention
   // written out with a plain softmax gives NaN there.
   rows.zero_fully_masked =

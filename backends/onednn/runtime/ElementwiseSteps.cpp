@@ -369,7 +369,7 @@ void build_rms_norm(const StepRecord& step, GraphBuilder& graph) {
   loop.rms_norm.extent = static_cast<size_t>(dims.back());
   loop.rms_norm.rows = static_cast<size_t>(element_count(dims)) / loop.rms_norm.extent;
   loop.rms_norm.eps = static_cast<float>(eps);
-  loop.rms_norm.avx512 = host_avx512_available();
+  loop.rms_norm.isa = host_row_isa();
   const DataType src_type = graph.data_type(src) == DataType::bf16 ? DataType::bf16 : DataType::f32;
   const DataType dst_type = graph.compute_type(step.outputs[0]);
   loop.rms_norm.src_bf16 = src_type == DataType::bf16;
@@ -416,7 +416,7 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
     loop.softmax.dst_bf16 = dst_type == DataType::bf16;
     loop.softmax.zero_fully_masked = zero_masked_rows;
     loop.softmax.log = alg == algorithm::softmax_log;
-    loop.softmax.avx512 = host_avx512_available();
+    loop.softmax.isa = host_row_isa();
     const BufferId source = graph.input(src, plain_desc(dims, src_type));
     graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(dims, dst_type)), source);
     return;

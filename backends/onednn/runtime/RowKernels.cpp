@@ -12,9 +12,12 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-// The kernels are compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) while the library targets
-// baseline x86-64; they run only for rows whose `avx512` was set from host_avx512_available().
+// The kernels are compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) and for AVX2 with FMA
+// while the library targets baseline x86-64; they run only for rows whose `isa` host_row_isa() set.
+// The two are written separately rather than from one template: a CPU without AVX-512 cannot run the
+// AVX-512 ones, so changing them blind from an AVX2 machine is avoided.
 #define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define ODNN_AVX2 __attribute__((target("avx2,fma")))
 
 // GCC 12 warns inside its own AVX-512 intrinsics when they are inlined into target-attribute
 // functions (its _mm512_undefined_* self-initialize; GCC bug 105593, fixed in GCC 13).
@@ -155,6 +158,166 @@ ODNN_AVX512 void softmax_row_avx512(
   }
 }
 
+// AVX2: 8 lanes. A row's last partial vector goes through an 8-value buffer (AVX2 has no masked
+// bf16 load or store).
+constexpr size_t kLanes2 = 8;
+
+ODNN_AVX2 inline float horizontal_max(__m256 v) {
+  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  four = _mm_max_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_max_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
+
+ODNN_AVX2 inline float horizontal_sum(__m256 v) {
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
+
+float bf16_to_float(uint16_t bits);
+
+// `count` values from `at` (all 8 when count >= 8); the missing lanes read as `fill`.
+ODNN_AVX2 inline __m256 load8(const void* row, bool bf16, size_t at, size_t count, float fill) {
+  if (count >= kLanes2) {
+    if (bf16) {
+      const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + at));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+    }
+    return _mm256_loadu_ps(static_cast<const float*>(row) + at);
+  }
+  float buffer[kLanes2];
+  for (size_t i = 0; i < kLanes2; ++i) {
+    buffer[i] = i >= count ? fill
+        : bf16         ? bf16_to_float(static_cast<const uint16_t*>(row)[at + i])
+                       : static_cast<const float*>(row)[at + i];
+  }
+  return _mm256_loadu_ps(buffer);
+}
+
+// f32 -> bf16 as to_bf16_bits() converts (nearest even, NaN a quiet NaN).
+ODNN_AVX2 inline void store8(void* row, bool bf16, size_t at, size_t count, __m256 value) {
+  if (count >= kLanes2 && !bf16) {
+    _mm256_storeu_ps(static_cast<float*>(row) + at, value);
+    return;
+  }
+  if (count >= kLanes2) {
+    const __m256i bits = _mm256_castps_si256(value);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(value, value, _CMP_UNORD_Q));
+    rounded = _mm256_blendv_epi8(rounded, _mm256_set1_epi32(0x7FC0), nan);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(row) + at), packed);
+    return;
+  }
+  float buffer[kLanes2];
+  _mm256_storeu_ps(buffer, value);
+  for (size_t i = 0; i < count; ++i) {
+    if (bf16) {
+      static_cast<uint16_t*>(row)[at + i] = to_bf16_bits(buffer[i]);
+    } else {
+      static_cast<float*>(row)[at + i] = buffer[i];
+    }
+  }
+}
+
+// 2^exponent for exponent in [-126, 127].
+ODNN_AVX2 inline __m256 power_of_two(__m256i exponent) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(exponent, _mm256_set1_epi32(127)), 23));
+}
+
+// exp16's method; 2^n (n in [-150, 128]) applied as two exact powers of two, AVX2 having no scalef.
+ODNN_AVX2 inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+  x = _mm256_min_ps(_mm256_set1_ps(88.7228f), x);
+  const __m256 n = _mm256_round_ps(
+      _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i whole = _mm256_cvtps_epi32(n);
+  const __m256i half = _mm256_srai_epi32(whole, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, power_of_two(half)), power_of_two(_mm256_sub_epi32(whole, half)));
+}
+
+// x = src (+ mask) for `count` lanes from `at` (the others: -inf).
+ODNN_AVX2 inline __m256 input8(const void* src, bool bf16, const float* mask_row, size_t at, size_t count) {
+  const __m256 x = load8(src, bf16, at, count, -std::numeric_limits<float>::infinity());
+  return mask_row == nullptr ? x : _mm256_add_ps(x, load8(mask_row, false, at, count, 0.0f));
+}
+
+// softmax_row_avx512's algorithm on 8 lanes.
+ODNN_AVX2 void softmax_row_avx2(
+    const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
+  float max = -std::numeric_limits<float>::infinity();
+  if (valid > 0) {
+    __m256 running_max = _mm256_set1_ps(max);
+    int nan = 0; // max() drops NaNs: they are looked for separately
+    for (size_t at = 0; at < valid; at += kLanes2) {
+      const __m256 x = input8(src, rows.src_bf16, mask_row, at, valid - at);
+      nan |= _mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+      running_max = _mm256_max_ps(running_max, x);
+    }
+    max = nan != 0 ? std::numeric_limits<float>::quiet_NaN() : horizontal_max(running_max);
+  }
+  if (max == -std::numeric_limits<float>::infinity()) {
+    valid = 0;
+  }
+  const __m256 shift = _mm256_set1_ps(max);
+  __m256 sum = _mm256_setzero_ps(); // lanes past `valid` read -inf: their exponential adds 0
+  for (size_t at = 0; at < valid; at += kLanes2) {
+    const __m256 e = exp8(_mm256_sub_ps(input8(src, rows.src_bf16, mask_row, at, valid - at), shift));
+    sum = _mm256_add_ps(sum, e);
+    if (!rows.dst_bf16 && !rows.log) {
+      store8(dst, false, at, valid - at, e);
+    }
+  }
+  if (rows.log) {
+    const __m256 log_sum = _mm256_set1_ps(std::log(horizontal_sum(sum)));
+    for (size_t at = 0; at < valid; at += kLanes2) {
+      const __m256 shifted = _mm256_sub_ps(input8(src, rows.src_bf16, mask_row, at, valid - at), shift);
+      store8(dst, rows.dst_bf16, at, valid - at, _mm256_sub_ps(shifted, log_sum));
+    }
+  }
+  const __m256 scale = _mm256_set1_ps(1.0f / horizontal_sum(sum));
+  for (size_t at = 0; at < valid && !rows.log; at += kLanes2) {
+    const __m256 e = rows.dst_bf16
+        ? exp8(_mm256_sub_ps(input8(src, rows.src_bf16, mask_row, at, valid - at), shift))
+        : load8(dst, false, at, valid - at, 0.0f);
+    store8(dst, rows.dst_bf16, at, valid - at, _mm256_mul_ps(e, scale));
+  }
+  const bool nan_row = valid == 0 && !rows.zero_fully_masked;
+  const __m256 rest = _mm256_set1_ps(nan_row ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+  for (size_t at = valid; at < rows.extent; at += kLanes2) {
+    store8(dst, rows.dst_bf16, at, rows.extent - at, rest);
+  }
+}
+
+ODNN_AVX2 void rms_norm_row_avx2(const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
+  const size_t extent = rows.extent;
+  __m256 squares = _mm256_setzero_ps();
+  for (size_t at = 0; at < extent; at += kLanes2) {
+    const __m256 x = load8(src, rows.src_bf16, at, extent - at, 0.0f);
+    squares = _mm256_fmadd_ps(x, x, squares);
+  }
+  const float mean = horizontal_sum(squares) / static_cast<float>(extent);
+  const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(mean + rows.eps));
+  for (size_t at = 0; at < extent; at += kLanes2) {
+    __m256 y = _mm256_mul_ps(load8(src, rows.src_bf16, at, extent - at, 0.0f), scale);
+    if (weight != nullptr) {
+      y = _mm256_mul_ps(y, load8(weight, false, at, extent - at, 0.0f));
+    }
+    store8(dst, rows.dst_bf16, at, extent - at, y);
+  }
+}
+
 float bf16_to_float(uint16_t bits) {
   const uint32_t widened = static_cast<uint32_t>(bits) << 16;
   float value;
@@ -162,7 +325,7 @@ float bf16_to_float(uint16_t bits) {
   return value;
 }
 
-// The same, one value at a time, for CPUs (or instruction-set caps) without AVX-512.
+// The same, one value at a time, for CPUs (or instruction-set caps) without AVX2.
 void softmax_row_scalar(
     const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
   const auto x = [&](size_t e) {
@@ -244,9 +407,13 @@ void rms_norm_row_scalar(const RmsNormRows& rows, const void* src, void* dst, co
 
 } // namespace
 
-bool host_avx512_available() noexcept {
-  const auto needed = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-  return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & needed) == needed;
+RowIsa host_row_isa() noexcept {
+  const auto allows = [](dnnl_cpu_isa_t isa) {
+    const auto needed = static_cast<unsigned>(isa);
+    return (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & needed) == needed;
+  };
+  // oneDNN's avx2 level implies FMA.
+  return allows(dnnl_cpu_isa_avx512_core) ? RowIsa::avx512 : allows(dnnl_cpu_isa_avx2) ? RowIsa::avx2 : RowIsa::scalar;
 }
 
 void softmax_rows(
@@ -271,10 +438,16 @@ void softmax_rows(
     const size_t valid = rows.causal ? std::min(rows.extent, query + 1) : rows.extent;
     const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
     void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
-    if (rows.avx512) {
-      softmax_row_avx512(rows, src_row, dst_row, mask_row, valid);
-    } else {
-      softmax_row_scalar(rows, src_row, dst_row, mask_row, valid);
+    switch (rows.isa) {
+      case RowIsa::avx512:
+        softmax_row_avx512(rows, src_row, dst_row, mask_row, valid);
+        break;
+      case RowIsa::avx2:
+        softmax_row_avx2(rows, src_row, dst_row, mask_row, valid);
+        break;
+      case RowIsa::scalar:
+        softmax_row_scalar(rows, src_row, dst_row, mask_row, valid);
+        break;
     }
   }
 }
@@ -292,10 +465,16 @@ void rms_norm_rows(
   for (size_t row = begin; row < end; ++row) {
     const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
     void* dst_row = static_cast<uint8_t*>(dst) + row * dst_bytes;
-    if (rows.avx512) {
-      rms_norm_row_avx512(rows, src_row, dst_row, row_weight);
-    } else {
-      rms_norm_row_scalar(rows, src_row, dst_row, row_weight);
+    switch (rows.isa) {
+      case RowIsa::avx512:
+        rms_norm_row_avx512(rows, src_row, dst_row, row_weight);
+        break;
+      case RowIsa::avx2:
+        rms_norm_row_avx2(rows, src_row, dst_row, row_weight);
+        break;
+      case RowIsa::scalar:
+        rms_norm_row_scalar(rows, src_row, dst_row, row_weight);
+        break;
     }
   }
 }

@@ -10,8 +10,11 @@
 
 namespace executorch::backends::onednn {
 
+// The vector width the row kernels use: host_row_isa(), read when the step is built.
+enum class RowIsa { scalar, avx2, avx512 };
+
 struct SoftmaxRows {
-  bool avx512 = false; // from host_avx512_available(), when the step is built
+  RowIsa isa = RowIsa::scalar;
   size_t rows = 0;
   size_t extent = 0; // values per row, contiguous
   bool src_bf16 = false;
@@ -38,7 +41,7 @@ struct SoftmaxRows {
 };
 
 struct RmsNormRows {
-  bool avx512 = false; // from host_avx512_available(), when the step is built
+  RowIsa isa = RowIsa::scalar;
   size_t rows = 0;
   size_t extent = 0; // values per row, contiguous
   bool src_bf16 = false;
@@ -47,10 +50,10 @@ struct RmsNormRows {
   float eps = 0.0f;
 };
 
-// Whether the AVX-512 kernels may run: the CPU has AVX-512 and oneDNN's instruction-set cap (the backend
-// option "max_isa", ONEDNN_MAX_CPU_ISA) allows avx512_core, so that a cap holds for our code too.
-// Otherwise the functions below run scalar loops (their rows' `avx512` false).
-bool host_avx512_available() noexcept;
+// The widest kernels that may run: AVX-512 (oneDNN's avx512_core) or AVX2 with FMA where the CPU has
+// them and oneDNN's instruction-set cap (the backend option "max_isa", ONEDNN_MAX_CPU_ISA) allows
+// them, so that a cap holds for our code too; scalar loops otherwise.
+RowIsa host_row_isa() noexcept;
 
 // Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) (or its log, rows.log) with x = src
 // (+ mask), in f32. A NaN in a row makes the row NaN, and so does +inf (inf - inf), as in PyTorch.

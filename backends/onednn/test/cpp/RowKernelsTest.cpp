@@ -1,0 +1,247 @@
+// The host row kernels (runtime/RowKernels.h) at every vector width this CPU runs (scalar, AVX2,
+// AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
+// and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../../runtime/HostLoops.h"
+#include "../../runtime/RowKernels.h"
+
+namespace executorch::backends::onednn {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<RowIsa> runnable_isas() {
+  std::vector<RowIsa> isas{RowIsa::scalar};
+  if (host_row_isa() != RowIsa::scalar) {
+    isas.push_back(RowIsa::avx2);
+  }
+  if (host_row_isa() == RowIsa::avx512) {
+    isas.push_back(RowIsa::avx512);
+  }
+  return isas;
+}
+
+std::string name(RowIsa isa) {
+  return isa == RowIsa::avx512 ? "avx512" : isa == RowIsa::avx2 ? "avx2" : "scalar";
+}
+
+float widen(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
+// A row stored as f32 or bf16 bytes; values() reads it back as f32.
+struct Row {
+  bool bf16;
+  std::vector<uint8_t> bytes;
+  Row(bool is_bf16, const std::vector<float>& values) : bf16(is_bf16), bytes(values.size() * (is_bf16 ? 2 : 4)) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (bf16) {
+        reinterpret_cast<uint16_t*>(bytes.data())[i] = to_bf16_bits(values[i]);
+      } else {
+        reinterpret_cast<float*>(bytes.data())[i] = values[i];
+      }
+    }
+  }
+  std::vector<float> values() const {
+    const size_t count = bytes.size() / (bf16 ? 2 : 4);
+    std::vector<float> out(count);
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = bf16 ? widen(reinterpret_cast<const uint16_t*>(bytes.data())[i])
+                    : reinterpret_cast<const float*>(bytes.data())[i];
+    }
+    return out;
+  }
+};
+
+// PyTorch's softmax / log_softmax of x (+ mask) over the first `valid` values, in double.
+std::vector<double> reference_softmax(const std::vector<float>& x, const float* mask, size_t valid, bool log) {
+  double max = -kInf;
+  for (size_t i = 0; i < valid; ++i) {
+    max = std::max(max, static_cast<double>(x[i]) + (mask != nullptr ? mask[i] : 0.0f));
+  }
+  double sum = 0.0;
+  for (size_t i = 0; i < valid; ++i) {
+    sum += std::exp(static_cast<double>(x[i]) + (mask != nullptr ? mask[i] : 0.0f) - max);
+  }
+  std::vector<double> out(x.size(), 0.0);
+  for (size_t i = 0; i < valid; ++i) {
+    const double shifted = static_cast<double>(x[i]) + (mask != nullptr ? mask[i] : 0.0f) - max;
+    out[i] = log ? shifted - std::log(sum) : std::exp(shifted) / sum;
+  }
+  return out;
+}
+
+std::vector<float> run_softmax(RowIsa isa, SoftmaxRows rows, const Row& src, bool dst_bf16, const float* mask) {
+  rows.isa = isa;
+  rows.src_bf16 = src.bf16;
+  rows.dst_bf16 = dst_bf16;
+  Row dst(dst_bf16, std::vector<float>(rows.rows * rows.extent, -7.0f));
+  softmax_rows(rows, src.bytes.data(), dst.bytes.data(), mask, 0, rows.rows);
+  return dst.values();
+}
+
+TEST(RowKernels, SoftmaxMatchesTheReferenceAtEveryWidthAndTail) {
+  std::mt19937 generator(7);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (const RowIsa isa : runnable_isas()) {
+    for (const size_t extent : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 197}) {
+      for (const bool src_bf16 : {false, true}) {
+        for (const bool dst_bf16 : {false, true}) {
+          for (const bool log : {false, true}) {
+            for (const bool masked : {false, true}) {
+              std::vector<float> x(extent), mask(extent);
+              for (size_t i = 0; i < extent; ++i) {
+                x[i] = normal(generator);
+                mask[i] = masked && i % 5 == 1 ? -kInf : normal(generator);
+              }
+              mask[0] = 0.0f; // every row keeps a key
+              const Row src(src_bf16, x);
+              SoftmaxRows rows;
+              rows.rows = 1;
+              rows.extent = extent;
+              rows.log = log;
+              rows.has_mask = masked;
+              const std::vector<float> got = run_softmax(isa, rows, src, dst_bf16, masked ? mask.data() : nullptr);
+              const std::vector<double> want = reference_softmax(src.values(), masked ? mask.data() : nullptr, extent, log);
+              for (size_t i = 0; i < extent; ++i) {
+                const double tolerance = (dst_bf16 ? 8e-3 : 2e-6) * std::max(1.0, std::fabs(want[i]));
+                if (std::isinf(want[i])) {
+                  EXPECT_EQ(got[i], want[i]);
+                } else {
+                  EXPECT_NEAR(got[i], want[i], tolerance)
+                      << name(isa) << " extent " << extent << " value " << i << (src_bf16 ? " bf16 src" : "")
+                      << (dst_bf16 ? " bf16 dst" : "") << (log ? " log" : "") << (masked ? " masked" : "");
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RowKernels, ExponentialsFarBelowTheMaxUnderflowToZeroAsInDouble) {
+  const std::vector<float> x = {0.0f, -20.0f, -87.0f, -88.5f, -100.0f, -103.9f, -104.0f, -150.0f, -1e30f, -kInf, 1.0f};
+  for (const RowIsa isa : runnable_isas()) {
+    SoftmaxRows rows;
+    rows.rows = 1;
+    rows.extent = x.size();
+    const std::vector<float> got = run_softmax(isa, rows, Row(false, x), false, nullptr);
+    const std::vector<double> want = reference_softmax(x, nullptr, x.size(), false);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-6 * want[i] + 1e-44) << name(isa) << " x = " << x[i];
+    }
+  }
+}
+
+TEST(RowKernels, NonFiniteRowsBecomeNaNOrZerosAsPyTorchGives) {
+  for (const RowIsa isa : runnable_isas()) {
+    for (const size_t extent : {5, 8, 21}) {
+      SoftmaxRows rows;
+      rows.rows = 4;
+      rows.extent = extent;
+      std::vector<float> x(4 * extent, 1.0f);
+      x[0 * extent + extent - 1] = std::numeric_limits<float>::quiet_NaN(); // row 0: NaN
+      x[1 * extent + extent / 2] = kInf;                                     // row 1: +inf - inf
+      for (size_t i = 0; i < extent; ++i) {
+        x[2 * extent + i] = -kInf; // row 2: fully masked
+      }
+      for (const bool zero_fully_masked : {false, true}) {
+        rows.zero_fully_masked = zero_fully_masked;
+        const std::vector<float> got = run_softmax(isa, rows, Row(false, x), false, nullptr);
+        for (size_t i = 0; i < extent; ++i) {
+          EXPECT_TRUE(std::isnan(got[i])) << name(isa) << " NaN row, value " << i;
+          EXPECT_TRUE(std::isnan(got[extent + i])) << name(isa) << " +inf row, value " << i;
+          if (zero_fully_masked) {
+            EXPECT_EQ(got[2 * extent + i], 0.0f) << name(isa) << " fully masked row, value " << i;
+          } else {
+            EXPECT_TRUE(std::isnan(got[2 * extent + i])) << name(isa) << " fully masked row, value " << i;
+          }
+          EXPECT_NEAR(got[3 * extent + i], 1.0 / static_cast<double>(extent), 1e-6) << name(isa);
+        }
+      }
+    }
+  }
+}
+
+TEST(RowKernels, CausalRowsSeeTheirKeysAndWriteZerosAfterThem) {
+  const size_t extent = 19;
+  for (const RowIsa isa : runnable_isas()) {
+    SoftmaxRows rows;
+    rows.rows = extent;
+    rows.extent = extent;
+    rows.causal = true;
+    rows.block_rows = extent;
+    std::vector<float> x(extent * extent);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(i % 11) * 0.37f;
+    }
+    const std::vector<float> got = run_softmax(isa, rows, Row(false, x), false, nullptr);
+    for (size_t query = 0; query < extent; ++query) {
+      const std::vector<float> row(x.begin() + query * extent, x.begin() + (query + 1) * extent);
+      const std::vector<double> want = reference_softmax(row, nullptr, query + 1, false);
+      for (size_t key = 0; key < extent; ++key) {
+        EXPECT_NEAR(got[query * extent + key], want[key], 2e-6) << name(isa) << " query " << query << " key " << key;
+      }
+    }
+  }
+}
+
+TEST(RowKernels, RmsNormMatchesTheReferenceAtEveryWidthAndTail) {
+  std::mt19937 generator(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (const RowIsa isa : runnable_isas()) {
+    for (const size_t extent : {1, 7, 8, 9, 17, 64, 100}) {
+      for (const bool bf16 : {false, true}) {
+        for (const bool weighted : {false, true}) {
+          std::vector<float> x(2 * extent), weight(extent);
+          for (float& value : x) {
+            value = normal(generator);
+          }
+          for (float& value : weight) {
+            value = normal(generator);
+          }
+          const Row src(bf16, x);
+          Row dst(bf16, std::vector<float>(2 * extent, -7.0f));
+          RmsNormRows rows;
+          rows.isa = isa;
+          rows.rows = 2;
+          rows.extent = extent;
+          rows.src_bf16 = rows.dst_bf16 = bf16;
+          rows.has_weight = weighted;
+          rows.eps = 1e-5f;
+          rms_norm_rows(rows, src.bytes.data(), dst.bytes.data(), weight.data(), 0, 2);
+          const std::vector<float> in = src.values(), got = dst.values();
+          for (size_t row = 0; row < 2; ++row) {
+            double squares = 0.0;
+            for (size_t i = 0; i < extent; ++i) {
+              squares += static_cast<double>(in[row * extent + i]) * in[row * extent + i];
+            }
+            const double scale = 1.0 / std::sqrt(squares / static_cast<double>(extent) + 1e-5);
+            for (size_t i = 0; i < extent; ++i) {
+              const double want = in[row * extent + i] * scale * (weighted ? weight[i] : 1.0);
+              EXPECT_NEAR(got[row * extent + i], want, (bf16 ? 8e-3 : 2e-6) * std::max(1.0, std::fabs(want)))
+                  << name(isa) << " extent " << extent << " row " << row << " value " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+} // namespace executorch::backends::onednn
