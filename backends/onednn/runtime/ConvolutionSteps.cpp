@@ -42,11 +42,10 @@ DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src)
       : DataType::f32;
 }
 
-// The int8 bytes of `source` (strided) dequantized by `quantization`'s src scale and zero point into
-// f32 scratch of the same strides (a quantizing reorder that keeps the layout: DataMovementSteps.cpp).
-BufferId dequantized(GraphBuilder& graph, BufferId source, const Quantization& quantization) {
-  const memory::desc stored = graph.buffer_desc(source); // a copy: scratch() may move the buffers
-  const BufferId real = graph.scratch(memory::desc(stored.get_dims(), DataType::f32, stored.get_strides()));
+// The int8 bytes of `source` dequantized by `quantization`'s src scale and zero point into f32 scratch
+// in the layout `wanted` (one reorder converts, scales and changes the layout).
+BufferId dequantized(GraphBuilder& graph, BufferId source, const memory::desc& wanted, const Quantization& quantization) {
+  const BufferId real = graph.scratch(wanted);
   add_quantizing_reorder(graph, source, real, quantization.of(DNNL_ARG_SRC));
   return real;
 }
@@ -208,11 +207,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
 
   ArgList args;
   if (emulated) {
-    BufferId source = graph.buffer(step.inputs[0]);
-    if (!is_strided(graph.buffer_desc(source))) {
-      source = graph.plain_input(step.inputs[0]);
-    }
-    args.emplace_back(DNNL_ARG_SRC, graph.as_layout(dequantized(graph, source, quantization), pd.src_desc(0)));
+    args.emplace_back(DNNL_ARG_SRC, dequantized(graph, graph.buffer(step.inputs[0]), pd.src_desc(0), quantization));
   } else {
     args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
   }
@@ -493,7 +488,7 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   ArgList args;
   if (emulated && !quantization.of(DNNL_ARG_SRC).empty()) {
     const BufferId source = operand(graph, a, a_dims, plain_desc(a_dims, graph.data_type(a)));
-    args.emplace_back(DNNL_ARG_SRC, graph.as_layout(dequantized(graph, source, quantization), pd.src_desc()));
+    args.emplace_back(DNNL_ARG_SRC, dequantized(graph, source, pd.src_desc(), quantization));
   } else {
     args.emplace_back(
         DNNL_ARG_SRC,
