@@ -5,7 +5,8 @@
 #   ${ONEDNN_CACHE_DIR}/onednn-<version>-<key>/   the installed library, <key> hashing the settings below
 # The source, in this order: ONEDNN_SOURCE (the release archive, hash-checked, or an unpacked tree),
 # the archive in ../shared/third_party/ beside the repository, or a git fetch of the pinned commit.
-# Setting dnnl_DIR to another oneDNN >= 3.13 built with ONEDNN_CPU_RUNTIME=THREADPOOL skips all this.
+# The release is patched first (_onednn_patches). Setting dnnl_DIR to another oneDNN >= 3.13 built with
+# ONEDNN_CPU_RUNTIME=THREADPOOL skips all this (and the patch).
 # Defines the imported target DNNL::dnnl.
 
 set(EXECUTORCH_ONEDNN_DNNL_VERSION 3.13.1)
@@ -54,6 +55,25 @@ set(ONEDNN_ENABLE_ITT_TASKS OFF CACHE BOOL "")
 )
 set(_onednn_settings_file "executorch-onednn-settings.cmake")
 
+# Changes to the release, applied to our copy of its source before the build and part of the cache key:
+# - stream_impl: 3.13.1 leaves a threadpool stream's verbose-profiler flag uninitialized (its other
+#   constructor sets it false). Read as true, every execute() with the verbose log on (set_verbose(),
+#   ONEDNN_VERBOSE) runs its primitive, then reports dnnl_unimplemented: init() and execute() failed
+#   in 2 of 10 fresh processes here. test/cpp/OneDnnBuildTest.cpp provokes it every time.
+set(_onednn_patches "stream_impl-verbose-profiler-initialized")
+function(_onednn_patch source)
+  set(file "${source}/src/common/stream_impl.hpp")
+  file(READ "${file}" text)
+  set(before ": flags_(stream_flags::in_order), threadpool_(threadpool) {}")
+  set(after ": use_verbose_profiler_(false), flags_(stream_flags::in_order), threadpool_(threadpool) {}")
+  string(FIND "${text}" "${before}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "oneDNN: ${file} lacks the line our patch changes; is it ${EXECUTORCH_ONEDNN_DNNL_VERSION}?")
+  endif()
+  string(REPLACE "${before}" "${after}" text "${text}")
+  file(WRITE "${file}" "${text}")
+endfunction()
+
 function(_onednn_run what log)
   execute_process(
     COMMAND ${ARGN}
@@ -85,7 +105,9 @@ function(_onednn_source_tree work out_var)
     endif()
   endif()
   if(archive AND IS_DIRECTORY "${archive}")
-    set(${out_var} "${archive}" PARENT_SCOPE)
+    message(STATUS "oneDNN: copying ${archive}") # patched, so not in place
+    file(COPY "${archive}/" DESTINATION "${work}/copied")
+    set(${out_var} "${work}/copied" PARENT_SCOPE)
     return()
   endif()
   if(archive)
@@ -117,6 +139,7 @@ function(_onednn_build prefix)
   file(REMOVE_RECURSE "${work}")
   file(MAKE_DIRECTORY "${work}")
   _onednn_source_tree("${work}" source)
+  _onednn_patch("${source}")
   cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
   message(STATUS "oneDNN: building ${EXECUTORCH_ONEDNN_DNNL_VERSION} once for this machine into ${prefix} "
                  "(about 40 minutes on 2 cores; log: ${work}/build.log)"
@@ -143,7 +166,7 @@ endfunction()
 # A oneDNN of our choosing, unless the caller named one (a dnnl_DIR this file did not set).
 if(NOT dnnl_DIR OR dnnl_DIR STREQUAL _EXECUTORCH_ONEDNN_CACHED_DNNL_DIR)
   enable_language(C) # oneDNN's build compiles C, with the same compilers as ours
-  set(_onednn_identity "${EXECUTORCH_ONEDNN_DNNL_VERSION};${_onednn_git_commit};${_onednn_settings}")
+  set(_onednn_identity "${EXECUTORCH_ONEDNN_DNNL_VERSION};${_onednn_git_commit};${_onednn_patches};${_onednn_settings}")
   string(SHA256 _onednn_key "${_onednn_identity};${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION}")
   string(SUBSTRING "${_onednn_key}" 0 12 _onednn_key)
   set(_onednn_prefix "${ONEDNN_CACHE_DIR}/onednn-${EXECUTORCH_ONEDNN_DNNL_VERSION}-${_onednn_key}")
