@@ -5,7 +5,8 @@ process, so `.pte` files using the delegate run through `executorch.runtime` wit
 `set_num_threads()`/`get_num_threads()` set and read how many threads it runs oneDNN on;
 `set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to
 (`has_bf16_instructions()`/`int8_products_exact()` say what it can compute natively); `set_verbose()`
-turns on oneDNN's log of each primitive it runs; `onednn_version()` names the oneDNN inside the runtime.
+turns on oneDNN's log of each primitive it runs; `set_winograd()` says where 3x3 convolutions compute
+through Winograd; `onednn_version()` names the oneDNN inside the runtime.
 """
 
 from ._runtime import (
@@ -19,6 +20,7 @@ from ._runtime import (
     set_max_isa,
     set_num_threads,
     set_verbose,
+    set_winograd,
 )
 from .onednn_preprocess import OneDnnBackend
 from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
@@ -44,4 +46,5 @@ __all__ = [
     "set_max_isa",
     "set_num_threads",
     "set_verbose",
+    "set_winograd",
 ]

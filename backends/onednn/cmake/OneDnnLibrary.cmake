@@ -163,8 +163,11 @@ function(_onednn_build prefix)
   file(REMOVE_RECURSE "${work}")
 endfunction()
 
-# A oneDNN of our choosing, unless the caller named one (a dnnl_DIR this file did not set).
-if(NOT dnnl_DIR OR dnnl_DIR STREQUAL _EXECUTORCH_ONEDNN_CACHED_DNNL_DIR)
+# A oneDNN of our choosing, unless the caller named one (a dnnl_DIR this file did not set). A dnnl_DIR
+# inside our cache is ours too: a build directory configured before _EXECUTORCH_ONEDNN_CACHED_DNNL_DIR
+# existed would otherwise keep an outdated build (the unpatched one, 2026-12-03).
+string(FIND "${dnnl_DIR}" "${ONEDNN_CACHE_DIR}/onednn-" _onednn_dir_in_cache)
+if(NOT dnnl_DIR OR dnnl_DIR STREQUAL _EXECUTORCH_ONEDNN_CACHED_DNNL_DIR OR _onednn_dir_in_cache EQUAL 0)
   enable_language(C) # oneDNN's build compiles C, with the same compilers as ours
   set(_onednn_identity "${EXECUTORCH_ONEDNN_DNNL_VERSION};${_onednn_git_commit};${_onednn_patches};${_onednn_settings}")
   string(SHA256 _onednn_key "${_onednn_identity};${CMAKE_CXX_COMPILER_ID};${CMAKE_CXX_COMPILER_VERSION}")

@@ -315,7 +315,7 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
   void* target = step.host_dst.get_data_handle();
   void* aux = step.host_aux ? step.host_aux.get_data_handle() : nullptr;
-  const auto* mask_or_weight = static_cast<const float*>(aux);
+  const auto* aux_values = static_cast<const float*>(aux);
   const auto split_rows = [](size_t rows, size_t extent, runtime::FunctionRef<void(size_t, size_t)> run) {
     constexpr size_t kValuesPerChunk = 16384;
     parallel_chunks(rows, std::max<size_t>(1, kValuesPerChunk / std::max<size_t>(1, extent)), run);
@@ -328,12 +328,12 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       return Error::Ok;
     case HostLoop::Kind::Softmax:
       split_rows(loop.softmax.rows, loop.softmax.extent, [&](size_t begin, size_t end) {
-        softmax_rows(loop.softmax, source, target, mask_or_weight, begin, end);
+        softmax_rows(loop.softmax, source, target, aux_values, begin, end);
       });
       return Error::Ok;
     case HostLoop::Kind::RmsNorm:
       split_rows(loop.rms_norm.rows, loop.rms_norm.extent, [&](size_t begin, size_t end) {
-        rms_norm_rows(loop.rms_norm, source, target, mask_or_weight, begin, end);
+        rms_norm_rows(loop.rms_norm, source, target, aux_values, begin, end);
       });
       return Error::Ok;
     case HostLoop::Kind::AdaptivePool:
@@ -389,6 +389,20 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
         max_pool_planes(loop.max_pool, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
       });
       return Error::Ok;
+    case HostLoop::Kind::WinogradInput:
+      split_rows(loop.winograd.tiles(), kWinogradPoints * loop.winograd.channels, [&](size_t begin, size_t end) {
+        winograd_input_tiles(loop.winograd, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::WinogradOutput: {
+      const float* residual =
+          step.host_sources.empty() ? nullptr : static_cast<const float*>(step.host_sources[0].get_data_handle());
+      split_rows(loop.winograd.tiles(), kWinogradPoints * loop.winograd.out_channels, [&](size_t begin, size_t end) {
+        winograd_output_tiles(
+            loop.winograd, static_cast<const float*>(source), aux_values, residual, static_cast<float*>(target), begin, end);
+      });
+      return Error::Ok;
+    }
     case HostLoop::Kind::ReduceExtremum:
       reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;

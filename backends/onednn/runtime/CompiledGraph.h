@@ -33,9 +33,10 @@ struct ConstantPacking {
   dnnl::memory::desc wanted;
   std::vector<uint8_t> scales; // the f32 scales of a scaled_constant(), else empty
   int scale_mask = 0;
+  bool winograd = false; // a winograd_constant()
   bool operator==(const ConstantPacking& other) const {
     return source == other.source && source_desc == other.source_desc && wanted == other.wanted &&
-        scales == other.scales && scale_mask == other.scale_mask;
+        scales == other.scales && scale_mask == other.scale_mask && winograd == other.winograd;
   }
 };
 

@@ -20,7 +20,8 @@ const char* effective_isa_name() noexcept;
 
 // Whether oneDNN's int8 products are exact here: with VNNI (AVX512-VNNI or AVX-VNNI) they accumulate
 // in 32 bits; without it, in pairs of 16-bit sums that saturate (measured: a dynamic int8 linear off
-// by 30% on an AVX2 CPU), so int8 steps are refused there.
+// by 30% on an AVX2 CPU), so int8 steps compute in f32 on dequantized operands there
+// (ConvolutionSteps.cpp).
 bool int8_products_exact() noexcept;
 
 // Whether oneDNN has native bf16 kernels here: AVX512-BF16 (and AMX) or AVX-NE-CONVERT (avx2_vnni_2).

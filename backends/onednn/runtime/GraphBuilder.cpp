@@ -7,6 +7,7 @@
 #include "CompiledGraph.h"
 #include "CpuIsa.h"
 #include "InitError.h"
+#include "Winograd.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -17,6 +18,24 @@ constexpr size_t kAlignment = 64;
 
 size_t round_up(size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// `from`: 3x3 weights [OC, IC, 3, 3] in any f32 layout; `to`: their Winograd transform [36, IC, OC].
+void transform_winograd_weights(memory& from, memory& to, const dnnl::engine& engine, dnnl::stream& stream) {
+  const memory::dims dims = from.get_desc().get_dims();
+  memory plain(plain_desc(dims), engine);
+  dnnl::reorder(from, plain).execute(stream, from, plain);
+  stream.wait();
+  const int64_t points = static_cast<int64_t>(kWinogradPoints);
+  memory transformed(plain_desc({dims[0], dims[1], points}), engine);
+  winograd_weights(
+      static_cast<const float*>(plain.get_data_handle()),
+      static_cast<size_t>(dims[0] * dims[1]),
+      static_cast<float*>(transformed.get_data_handle()));
+  // [OC][IC][36] read as [36, IC, OC]: the reorder into the matmul's layout transposes it.
+  const memory::desc by_point({points, dims[1], dims[0]}, DataType::f32, memory::dims{1, points, dims[1] * points});
+  memory view(by_point, engine, transformed.get_data_handle());
+  dnnl::reorder(view, to).execute(stream, view, to);
 }
 
 } // namespace
@@ -281,6 +300,26 @@ BufferId GraphBuilder::scratch(const memory::desc& desc) {
   return add_buffer(std::move(buffer));
 }
 
+BufferId GraphBuilder::winograd_constant(uint32_t id, const memory::desc& view, const memory::desc& wanted) {
+  ODNN_CHECK(is_constant(id), "value %u: only constant weights are transformed at init", id);
+  const memory::dims dims = view.get_dims();
+  ODNN_CHECK(
+      view.get_data_type() == DataType::f32 && dims.size() == 4 && dims[2] == 3 && dims[3] == 3 &&
+          wanted.get_dims() == memory::dims({static_cast<int64_t>(kWinogradPoints), dims[1], dims[0]}),
+      "Winograd weights %s -> %s (internal error)",
+      dims_string(dims).c_str(),
+      dims_string(wanted.get_dims()).c_str());
+  const BufferId source = alias(plain_input(id), view);
+  Buffer packed;
+  packed.desc = wanted;
+  packed.storage = Storage::Packed;
+  const BufferId result = add_buffer(std::move(packed));
+  Conversion conversion{source, wanted, result};
+  conversion.winograd = true;
+  conversions_.push_back(conversion);
+  return result;
+}
+
 BufferId GraphBuilder::owned_constant(const memory::desc& desc, const void* data) {
   Buffer buffer;
   buffer.desc = desc;
@@ -483,7 +522,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
       packings.push_back({source_key, buffers_[conversion.source].desc, packed.desc,
                           conversion.scales == kNoBuffer ? std::vector<uint8_t>()
                                                          : buffers_[conversion.scales].bytes,
-                          conversion.scale_mask});
+                          conversion.scale_mask, conversion.winograd});
     }
   }
   if (total == 0) {
@@ -512,7 +551,9 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
     void* bytes = source.storage == Storage::Packed ? weights + source.offset : program_bytes(source_root);
     memory from(buffers_[conversion.source].desc, engine_, bytes);
     memory to(packed.desc, engine_, weights + packed.offset);
-    if (conversion.scales == kNoBuffer) {
+    if (conversion.winograd) {
+      transform_winograd_weights(from, to, engine_, stream_);
+    } else if (conversion.scales == kNoBuffer) {
       dnnl::reorder(from, to).execute(stream_, from, to);
     } else {
       Buffer& scales = buffers_[conversion.scales];

@@ -12,6 +12,7 @@
 #include "IndexKernels.h"
 #include "NanKernels.h"
 #include "RowKernels.h"
+#include "Winograd.h"
 
 namespace executorch::backends::onednn {
 
@@ -37,6 +38,9 @@ struct HostLoop {
     KeepNan, // dst = NaN where src is NaN, elementwise, in place; f32 or bf16 (`bf16`)
     MaxPool, // dst = PyTorch's max pooling of src, f32, plain
     ReduceExtremum, // dst = max or min of src over the dims where dst has size 1, f32, plain
+    WinogradInput, // dst = the transformed 4x4 tiles of src (Winograd.h)
+    WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
+                    // the first more source when given
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
@@ -62,6 +66,7 @@ struct HostLoop {
   size_t skip = 0; // NonFiniteBranch, Jump
   MaxPoolPlanes max_pool; // MaxPool
   ExtremumReduction extremum; // ReduceExtremum
+  WinogradShape winograd; // WinogradInput, WinogradOutput
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs

@@ -1,6 +1,6 @@
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads", "max_isa" and "verbose". Registered from a static initializer.
+// "num_threads", "max_isa", "verbose" and "winograd". Registered from a static initializer.
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include "InitError.h"
 #include "Payload.h"
 #include "Threading.h"
+#include "Winograd.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -99,13 +100,23 @@ class OneDnnBackend final : public runtime::BackendInterface {
     delete static_cast<DelegateGraph*>(handle);
   }
 
-  // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h) and "verbose" (int 0..2). Every
-  // option is checked before any applies, so a refused list changes nothing.
+  // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h), "verbose" (int 0..2) and
+  // "winograd" (int 0..2, Winograd.h). Every option is checked before any applies, so a refused list
+  // changes nothing.
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
     const char* max_isa = nullptr;
     const int* verbose = nullptr;
+    const int* winograd = nullptr;
     for (const BackendOption& option : options) {
+      if (has_key(option, kWinogradOption)) {
+        winograd = std::get_if<int>(&option.value);
+        if (winograd == nullptr || *winograd < 0 || *winograd > 2) {
+          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)", kWinogradOption);
+          return Error::InvalidArgument;
+        }
+        continue;
+      }
       if (has_key(option, kVerboseOption)) {
         verbose = std::get_if<int>(&option.value);
         if (verbose == nullptr || *verbose < 0 || *verbose > 2) {
@@ -145,15 +156,22 @@ class OneDnnBackend final : public runtime::BackendInterface {
       }
       verbose_level.store(*verbose);
     }
+    if (winograd != nullptr) {
+      set_winograd_use(static_cast<WinogradUse>(*winograd));
+    }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
 
   // Fills "num_threads" with the count oneDNN runs with now, "max_isa" with the instruction set it
-  // dispatches to, "verbose" with the level.
+  // dispatches to, "verbose" and "winograd" with their settings.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
       if (has_key(option, kVerboseOption)) {
         option.value = current_verbose_level();
+        continue;
+      }
+      if (has_key(option, kWinogradOption)) {
+        option.value = static_cast<int>(winograd_use());
         continue;
       }
       if (has_key(option, kMaxIsaOption)) {
@@ -234,6 +252,13 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_set_verbose
   using namespace executorch::backends::onednn;
   executorch::runtime::BackendOptions<1> options;
   options.set_option(kVerboseOption, level);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_winograd(int use) {
+  using namespace executorch::backends::onednn;
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kWinogradOption, use);
   return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
 }
 

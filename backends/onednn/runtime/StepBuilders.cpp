@@ -192,14 +192,10 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
   }
 }
 
-void add_post_op_primitive(
-    GraphBuilder& graph,
-    const PostOps& post_ops,
-    const BuiltPrimitive& built,
-    const ArgList& args,
-    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
-    const ArgList* exact_args) {
-  const auto record = [&]() { graph.add_primitive(built.first, built.second, args); };
+namespace {
+
+// Whether the clamps of `post_ops` need the NaN-keeping path: oneDNN turns a NaN into the bound.
+bool clamps_guarded(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args) {
   const auto dst = std::find_if(args.begin(), args.end(), [](const auto& entry) { return entry.first == DNNL_ARG_DST; });
   ODNN_CHECK(dst != args.end(), "a primitive with post-ops lacks its dst (internal error)");
   const memory::desc dst_desc = graph.buffer_desc(dst->second);
@@ -209,19 +205,55 @@ void add_post_op_primitive(
   const bool keeps_padding = std::all_of(post_ops.entries.begin(), post_ops.entries.end(), [](const PostOps::Entry& entry) {
     return !entry.clamp || (entry.alpha <= 0.0f && entry.beta >= 0.0f);
   });
-  const bool clamps_guarded = post_ops.first_clamp < post_ops.entries.size() &&
-      (type == DataType::f32 || type == DataType::bf16) && !(padded && !keeps_padding);
-  if (!clamps_guarded && exact_args == nullptr) {
-    record();
-    return;
-  }
-  const size_t exact_until = clamps_guarded ? post_ops.first_clamp : post_ops.entries.size();
-  const BuiltPrimitive before_clamp = remake(clamps_guarded ? post_ops.before_clamps : post_ops.ops);
-  graph.add_non_finite_branch(record, [&]() {
-    graph.add_primitive(before_clamp.first, before_clamp.second, exact_args != nullptr ? *exact_args : args);
+  return post_ops.first_clamp < post_ops.entries.size() && (type == DataType::f32 || type == DataType::bf16) &&
+      !(padded && !keeps_padding);
+}
+
+// `fast`, skipped when a graph input or a constant holds a NaN or an infinity; then `remake`'s
+// kernel up to the first clamp (when `guard_clamps`, else with every post-op) on `exact_args`, and the
+// rest of the chain in place on the dst of `args`.
+void add_exact_branch(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const std::function<void()>& fast,
+    const ArgList& args,
+    const ArgList& exact_args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
+    bool guard_clamps) {
+  const size_t exact_until = guard_clamps ? post_ops.first_clamp : post_ops.entries.size();
+  const BuiltPrimitive before_clamp = remake(guard_clamps ? post_ops.before_clamps : post_ops.ops);
+  graph.add_non_finite_branch(fast, [&]() {
+    graph.add_primitive(before_clamp.first, before_clamp.second, exact_args);
     // The rest of the chain, in place on dst: clamps on the host, the others as primitives.
     add_post_ops_in_place(graph, post_ops, args, exact_until);
   });
+}
+
+} // namespace
+
+void add_post_op_primitive(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const BuiltPrimitive& built,
+    const ArgList& args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
+    const ArgList* exact_args) {
+  const auto record = [&]() { graph.add_primitive(built.first, built.second, args); };
+  const bool guard_clamps = clamps_guarded(graph, post_ops, args);
+  if (!guard_clamps && exact_args == nullptr) {
+    record();
+    return;
+  }
+  add_exact_branch(graph, post_ops, record, args, exact_args != nullptr ? *exact_args : args, remake, guard_clamps);
+}
+
+void add_guarded_steps(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const std::function<void()>& fast,
+    const ArgList& args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake) {
+  add_exact_branch(graph, post_ops, fast, args, args, remake, clamps_guarded(graph, post_ops, args));
 }
 
 Quantization read_quantization(

@@ -106,6 +106,15 @@ void add_post_op_primitive(
     const ArgList& args,
     const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake,
     const ArgList* exact_args = nullptr);
+// `fast`: steps computing what `remake(post_ops.ops)` with `args` computes, by means that may lose NaN
+// and infinities (Winograd). They run unless a graph input or a constant holds one; then `remake`'s
+// kernel runs instead, its clamps guarded as add_post_op_primitive() guards them.
+void add_guarded_steps(
+    GraphBuilder& graph,
+    const PostOps& post_ops,
+    const std::function<void()>& fast,
+    const ArgList& args,
+    const std::function<BuiltPrimitive(const dnnl::post_ops&)>& remake);
 // post_ops.entries[first...] applied one by one in place on the DST of `args` (whose post-op
 // operands they read): clamps on the host, keeping a NaN, the others as primitives.
 void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first = 0);

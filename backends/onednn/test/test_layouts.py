@@ -77,13 +77,17 @@ def describe(trace: list[Record]) -> str:
     return "runtime trace of execute():\n" + "\n".join(f"    {record}" for record in trace)
 
 
-def _execute_traced(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], str]:
+def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) -> tuple[list[torch.Tensor], str]:
     """Runs in the worker: load, then execute with oneDNN's verbose log captured from stdout."""
-    from executorch.backends.onednn import set_verbose
+    from executorch.backends.onednn import set_verbose, set_winograd
     from executorch.runtime import Runtime
 
     libc = ctypes.CDLL(None)
-    method = Runtime.get().load_program(buffer).load_method("forward")
+    set_winograd(winograd)
+    try:
+        method = Runtime.get().load_program(buffer).load_method("forward")
+    finally:
+        set_winograd("avx2")
     with tempfile.TemporaryFile() as log:
         libc.fflush(None)
         saved_stdout = os.dup(1)
@@ -101,9 +105,13 @@ def _execute_traced(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[tor
     return [o.clone() for o in outputs], text
 
 
-def execute_traced(buffer: bytes, inputs: tuple[torch.Tensor, ...]) -> tuple[list[torch.Tensor], list[Record]]:
-    """Outputs of one execute() and the primitives it ran, with their layouts and post-ops."""
-    outputs, log = in_worker(_execute_traced, buffer, list(inputs))  # type: ignore[misc]
+def execute_traced(
+    buffer: bytes, inputs: tuple[torch.Tensor, ...], winograd: str = "never"
+) -> tuple[list[torch.Tensor], list[Record]]:
+    """Outputs of one execute() and the primitives it ran, with their layouts and post-ops. The checks
+    here are of oneDNN's convolution kernels: by default 3x3 convolutions do not compute through
+    Winograd (test_winograd.py checks that path)."""
+    outputs, log = in_worker(_execute_traced, buffer, list(inputs), winograd)  # type: ignore[misc]
     return outputs, parse_verbose(log)
 
 
