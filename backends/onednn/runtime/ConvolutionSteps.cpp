@@ -216,11 +216,6 @@ bool computes_by_winograd(
       pd.dst_desc(0) == channels_last(shape.dst);
 }
 
-BufferId arg_of(const ArgList& args, int arg) {
-  const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
-  return found == args.end() ? kNoBuffer : found->second;
-}
-
 // The convolution of `args` (the direct kernel's) through Winograd: its input tiles, the products, its
 // outputs with the bias, a leading residual add and a ReLU after it folded into the output transform,
 // the other post-ops in place; guarded by the direct kernel `remake`.

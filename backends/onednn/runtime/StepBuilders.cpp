@@ -161,13 +161,19 @@ bool is_reference_kernel(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
+BufferId arg_of(const ArgList& args, int arg) {
+  const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
+  return found == args.end() ? kNoBuffer : found->second;
+}
+
+BufferId required_arg(const ArgList& args, int arg) {
+  const BufferId buffer = arg_of(args, arg);
+  ODNN_CHECK(buffer != kNoBuffer, "a primitive with post-ops lacks argument %d (internal error)", arg);
+  return buffer;
+}
+
 void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first) {
-  const auto find_arg = [&](int arg) {
-    const auto found = std::find_if(args.begin(), args.end(), [arg](const auto& entry) { return entry.first == arg; });
-    ODNN_CHECK(found != args.end(), "a primitive with post-ops lacks argument %d (internal error)", arg);
-    return found->second;
-  };
-  const BufferId dst = find_arg(DNNL_ARG_DST);
+  const BufferId dst = required_arg(args, DNNL_ARG_DST);
   const memory::desc dst_desc = graph.buffer_desc(dst);
   for (size_t i = first; i < post_ops.entries.size(); ++i) {
     const PostOps::Entry& entry = post_ops.entries[i];
@@ -184,7 +190,7 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
           entry.beta, GraphBuilder::default_attr());
       graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
     } else {
-      const BufferId operand = find_arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
+      const BufferId operand = required_arg(args, DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
       const dnnl::binary::primitive_desc pd(
           graph.engine(), entry.alg, dst_desc, graph.buffer_desc(operand), dst_desc, GraphBuilder::default_attr());
       graph.add_primitive(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
@@ -196,9 +202,7 @@ namespace {
 
 // Whether the clamps of `post_ops` need the NaN-keeping path: oneDNN turns a NaN into the bound.
 bool clamps_guarded(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args) {
-  const auto dst = std::find_if(args.begin(), args.end(), [](const auto& entry) { return entry.first == DNNL_ARG_DST; });
-  ODNN_CHECK(dst != args.end(), "a primitive with post-ops lacks its dst (internal error)");
-  const memory::desc dst_desc = graph.buffer_desc(dst->second);
+  const memory::desc dst_desc = graph.buffer_desc(required_arg(args, DNNL_ARG_DST));
   const DataType type = dst_desc.get_data_type();
   // A clamp on the host also clamps the zeros padding a blocked dst, which must stay zero.
   const bool padded = dst_desc.get_size() != plain_desc(dst_desc.get_dims(), type).get_size();

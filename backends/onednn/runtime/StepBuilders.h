@@ -93,6 +93,10 @@ inline dnnl::primitive_attr attr_with(const PostOps& post_ops) {
 
 // A primitive and its descriptor (for the scratchpad size).
 using BuiltPrimitive = std::pair<dnnl::primitive, dnnl::primitive_desc>;
+// The buffer `args` passes as argument `arg`, or kNoBuffer.
+BufferId arg_of(const ArgList& args, int arg);
+// The same, for an argument a step must have (an internal error otherwise).
+BufferId required_arg(const ArgList& args, int arg);
 // Records `built` with `args`. When its post-ops hold a clamp, guards it: when a graph input holds a
 // NaN or an infinity, the computation up to the first clamp (`remake` of post_ops.before_clamps, with
 // the layouts `built` resolved) runs instead, then the rest of the chain step by step in place, the
