@@ -184,7 +184,22 @@ memory::desc channels_last(const memory::dims& dims) {
 // Fewer output tiles than this and the transformed weights, 4x the layer's, are read from memory for
 // little work: ResNet's 512-channel layers at 7x7 (4 tiles) gained 1.04x (2 threads) to 1.17x (one)
 // for 28 MB more weights in ResNet-18.
-constexpr int64_t kWinogradMinTiles = 16;
+constexpr size_t kWinogradMinTiles = 16;
+
+// The tiles of a 2-D convolution's src and dst (channels-last) for Winograd.
+WinogradShape winograd_shape(const ConvolutionShape& shape) {
+  WinogradShape tiles;
+  tiles.batch = static_cast<size_t>(shape.src[0]);
+  tiles.channels = static_cast<size_t>(shape.src[1]);
+  tiles.height = static_cast<size_t>(shape.src[2]);
+  tiles.width = static_cast<size_t>(shape.src[3]);
+  tiles.out_channels = static_cast<size_t>(shape.dst[1]);
+  tiles.out_height = static_cast<size_t>(shape.dst[2]);
+  tiles.out_width = static_cast<size_t>(shape.dst[3]);
+  tiles.pad_top = shape.padding_l[0];
+  tiles.pad_left = shape.padding_l[1];
+  return tiles;
+}
 
 // Whether the f32 2-D 3x3 convolution of stride 1 `pd` computes through Winograd (Winograd.h): as the
 // backend option says, with constant weights, channel counts that are multiples of the AVX2 width,
@@ -200,20 +215,17 @@ bool computes_by_winograd(
   const RowIsa isa = host_row_isa();
   const bool isa_ok = use == WinogradUse::always ? isa != RowIsa::scalar
                                                  : use == WinogradUse::avx2_only && isa == RowIsa::avx2;
+  if (!isa_ok || shape.src.size() != 4 || step.int_scalar("groups") != 1) {
+    return false;
+  }
   const memory::dims three{3, 3};
-  const auto tiles_along = [](int64_t outputs) {
-    const auto tile = static_cast<int64_t>(kWinogradTile);
-    return (outputs + tile - 1) / tile;
-  };
-  const bool enough_tiles = shape.dst.size() == 4 &&
-      shape.dst[0] * tiles_along(shape.dst[2]) * tiles_along(shape.dst[3]) >= kWinogradMinTiles;
-  return isa_ok && enough_tiles && type == DataType::f32 && graph.data_type(step.inputs[0]) == DataType::f32 &&
-      pd.dst_desc(0).get_data_type() == DataType::f32 && step.int_scalar("groups") == 1 && shape.src.size() == 4 &&
+  return type == DataType::f32 && graph.data_type(step.inputs[0]) == DataType::f32 &&
+      pd.dst_desc(0).get_data_type() == DataType::f32 &&
       memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&
       shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) &&
       graph.data_type(step.inputs[1]) == DataType::f32 && shape.src[1] % kWinogradLanes == 0 &&
-      shape.dst[1] % kWinogradLanes == 0 && pd.src_desc(0) == channels_last(shape.src) &&
-      pd.dst_desc(0) == channels_last(shape.dst);
+      shape.dst[1] % kWinogradLanes == 0 && winograd_shape(shape).tiles() >= kWinogradMinTiles &&
+      pd.src_desc(0) == channels_last(shape.src) && pd.dst_desc(0) == channels_last(shape.dst);
 }
 
 // The convolution of `args` (the direct kernel's) through Winograd: its input tiles, the products, its
@@ -226,16 +238,7 @@ void add_winograd_convolution(
     const PostOps& post_ops,
     const ArgList& args,
     const Remake& remake) {
-  WinogradShape tiles;
-  tiles.batch = static_cast<size_t>(shape.src[0]);
-  tiles.channels = static_cast<size_t>(shape.src[1]);
-  tiles.height = static_cast<size_t>(shape.src[2]);
-  tiles.width = static_cast<size_t>(shape.src[3]);
-  tiles.out_channels = static_cast<size_t>(shape.dst[1]);
-  tiles.out_height = static_cast<size_t>(shape.dst[2]);
-  tiles.out_width = static_cast<size_t>(shape.dst[3]);
-  tiles.pad_top = shape.padding_l[0];
-  tiles.pad_left = shape.padding_l[1];
+  WinogradShape tiles = winograd_shape(shape);
   const auto points = static_cast<int64_t>(kWinogradPoints);
   const auto count = static_cast<int64_t>(tiles.tiles());
   const memory::desc input_tiles = plain_desc({points, count, shape.src[1]});
