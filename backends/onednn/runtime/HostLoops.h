@@ -38,7 +38,7 @@ struct HostLoop {
     KeepNan, // dst = NaN where src is NaN, elementwise, in place; f32 or bf16 (`bf16`)
     MaxPool, // dst = PyTorch's max pooling of src, f32, plain
     ReduceExtremum, // dst = max or min of src over the dims where dst has size 1, f32, plain
-    WinogradInput, // dst = the transformed 4x4 tiles of src (Winograd.h)
+    WinogradInput, // dst = the transformed 6x6 tiles of src (Winograd.h)
     WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
                     // the first more source when given
   };
