@@ -28,7 +28,8 @@ isa=$(python -c "import executorch.backends.onednn as onednn; print(onednn.effec
 if [[ "$isa" != avx2 && "$isa" != avx && "$isa" != sse41 ]]; then
   echo "== int8 tests capped at AVX2 (this CPU: $isa)"
   ONEDNN_MAX_CPU_ISA=AVX2 python -m pytest -n "$workers" backends/onednn/test/test_int8.py \
-    backends/onednn/test/test_dynamic_int8.py backends/onednn/test/test_int8_agreement.py "$@"
+    backends/onednn/test/test_dynamic_int8.py backends/onednn/test/test_int8_agreement.py \
+    backends/onednn/test/test_winograd.py "$@"
 fi
 
 # ExecuTorch's backend conformance suite, operator tests, our fp32 flow: a third of its tests (the whole

@@ -63,15 +63,7 @@ memory::desc int8_result_desc(GraphBuilder& graph, uint32_t output) {
   if (graph.value(output).layout == Layout::Plain || dims.size() < 3) {
     return graph.plain(output);
   }
-  memory::dims strides(dims.size());
-  int64_t stride = dims[1];
-  strides[1] = 1;
-  for (size_t d = dims.size() - 1; d >= 2; --d) {
-    strides[d] = stride;
-    stride *= dims[d];
-  }
-  strides[0] = stride;
-  return memory::desc(dims, graph.data_type(output), strides);
+  return channels_last_desc(dims, graph.data_type(output));
 }
 
 // Emulated int8 weights: the s8 constant `value` read through `view` and multiplied by its weight
@@ -177,10 +169,6 @@ ConvolutionShape read_convolution_shape(const StepRecord& step, GraphBuilder& gr
 
 using Remake = std::function<BuiltPrimitive(const dnnl::post_ops&)>;
 
-memory::desc channels_last(const memory::dims& dims) {
-  return memory::desc(dims, DataType::f32, memory::format_tag::acdb);
-}
-
 // Fewer output tiles than this and the transformed weights, 4x the layer's, are read from memory for
 // little work: ResNet's 512-channel layers at 7x7 (4 tiles) gained 1.04x (2 threads) to 1.17x (one)
 // for 28 MB more weights in ResNet-18.
@@ -201,10 +189,11 @@ WinogradShape winograd_shape(const ConvolutionShape& shape) {
   return tiles;
 }
 
-// Whether the f32 2-D 3x3 convolution of stride 1 `pd` computes through Winograd (Winograd.h): as the
-// backend option says, with constant weights, channel counts that are multiples of the AVX2 width,
-// enough output tiles, and the channels-last src and dst oneDNN picks for it on AVX2 (the direct kernel
-// of the guarded path reads and writes the same buffers).
+// Whether the f32 2-D 3x3 convolution of stride 1 `pd` (an fp32 one, or an int8 one computed in f32
+// on a CPU without VNNI) computes through Winograd (Winograd.h): as the backend option says, with
+// constant weights, channel counts that are multiples of the AVX2 width, enough output tiles, and the
+// channels-last src and dst oneDNN picks for it on AVX2 (the direct kernel of the guarded path reads
+// and writes the same buffers).
 bool computes_by_winograd(
     const StepRecord& step,
     GraphBuilder& graph,
@@ -218,21 +207,21 @@ bool computes_by_winograd(
   if (!isa_ok || shape.src.size() != 4 || step.int_scalar("groups") != 1) {
     return false;
   }
+  // An emulated int8 convolution computes in f32 too: its src and weights dequantized.
+  const bool real_operands = emulates_int8(graph, step.inputs[0]) ||
+      (graph.data_type(step.inputs[0]) == DataType::f32 && graph.data_type(step.inputs[1]) == DataType::f32);
   const memory::dims three{3, 3};
-  return type == DataType::f32 && graph.data_type(step.inputs[0]) == DataType::f32 &&
-      pd.dst_desc(0).get_data_type() == DataType::f32 &&
+  return type == DataType::f32 && real_operands && pd.dst_desc(0).get_data_type() == DataType::f32 &&
       memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&
-      shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) &&
-      graph.data_type(step.inputs[1]) == DataType::f32 && shape.src[1] % kWinogradLanes == 0 &&
+      shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) && shape.src[1] % kWinogradLanes == 0 &&
       shape.dst[1] % kWinogradLanes == 0 && winograd_shape(shape).tiles() >= kWinogradMinTiles &&
-      pd.src_desc(0) == channels_last(shape.src) && pd.dst_desc(0) == channels_last(shape.dst);
+      pd.src_desc(0) == channels_last_desc(shape.src) && pd.dst_desc(0) == channels_last_desc(shape.dst);
 }
 
-// The convolution of `args` (the direct kernel's) through Winograd: its input tiles, the products, its
-// outputs with the bias, a leading residual add and a ReLU after it folded into the output transform,
-// the other post-ops in place; guarded by the direct kernel `remake`.
+// The convolution of `args` (the direct kernel's, whose weights it transforms) through Winograd: its
+// input tiles, the products, its outputs with the bias, a leading residual add and a ReLU after it
+// folded into the output transform, the other post-ops in place; guarded by the direct kernel `remake`.
 void add_winograd_convolution(
-    const StepRecord& step,
     GraphBuilder& graph,
     const ConvolutionShape& shape,
     const PostOps& post_ops,
@@ -246,7 +235,7 @@ void add_winograd_convolution(
   const dnnl::matmul::primitive_desc pd(
       graph.engine(), input_tiles, any_desc({points, shape.src[1], shape.dst[1]}), products,
       GraphBuilder::default_attr());
-  const BufferId weights = graph.winograd_constant(step.inputs[1], shape.weights_view, pd.weights_desc());
+  const BufferId weights = graph.winograd_constant(arg_of(args, DNNL_ARG_WEIGHTS), pd.weights_desc());
   const BufferId transformed = graph.scratch(input_tiles);
   const BufferId multiplied = graph.scratch(products);
   const BufferId dst = arg_of(args, DNNL_ARG_DST);
@@ -374,8 +363,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     kernel_quantization.apply(exact);
     return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, spreads);
   };
-  if (!transposed && !emulated && kernel_quantization.empty() && computes_by_winograd(step, graph, shape, type, pd)) {
-    add_winograd_convolution(step, graph, shape, post_ops, args, remake);
+  if (!transposed && kernel_quantization.empty() && computes_by_winograd(step, graph, shape, type, pd)) {
+    add_winograd_convolution(graph, shape, post_ops, args, remake);
   } else {
     add_post_op_primitive(graph, post_ops, built, args, remake, spreads ? &exact_args : nullptr);
   }

@@ -58,6 +58,20 @@ inline memory::desc canonical(const memory::desc& desc) {
   return plain_desc(dims, desc.get_data_type());
 }
 
+// Channels-last ([N, C, spatial...] stored N, spatial..., C; "acdb" for 4-D): the layout oneDNN's
+// convolutions pick on AVX2 and AVX-512. Rank 3 and up.
+inline memory::desc channels_last_desc(const memory::dims& dims, DataType type = DataType::f32) {
+  memory::dims strides(dims.size());
+  memory::dim stride = dims[1];
+  strides[1] = 1;
+  for (size_t d = dims.size() - 1; d >= 2; --d) {
+    strides[d] = stride;
+    stride *= dims[d];
+  }
+  strides[0] = stride;
+  return memory::desc(dims, type, strides);
+}
+
 inline memory::desc any_desc(const memory::dims& dims, DataType type = DataType::f32) {
   return memory::desc(dims, type, memory::format_tag::any);
 }

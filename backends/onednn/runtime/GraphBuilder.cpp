@@ -300,21 +300,21 @@ BufferId GraphBuilder::scratch(const memory::desc& desc) {
   return add_buffer(std::move(buffer));
 }
 
-BufferId GraphBuilder::winograd_constant(uint32_t id, const memory::desc& view, const memory::desc& wanted) {
-  ODNN_CHECK(is_constant(id), "value %u: only constant weights are transformed at init", id);
-  const memory::dims dims = view.get_dims();
+BufferId GraphBuilder::winograd_constant(BufferId weights, const memory::desc& wanted) {
+  const memory::desc& source = buffers_[weights].desc;
+  const memory::dims dims = source.get_dims();
   ODNN_CHECK(
-      view.get_data_type() == DataType::f32 && dims.size() == 4 && dims[2] == 3 && dims[3] == 3 &&
+      is_constant_buffer(weights) && source.get_data_type() == DataType::f32 && dims.size() == 4 &&
+          dims[2] == 3 && dims[3] == 3 &&
           wanted.get_dims() == memory::dims({static_cast<int64_t>(kWinogradPoints), dims[1], dims[0]}),
       "Winograd weights %s -> %s (internal error)",
       dims_string(dims).c_str(),
       dims_string(wanted.get_dims()).c_str());
-  const BufferId source = alias(plain_input(id), view);
   Buffer packed;
   packed.desc = wanted;
   packed.storage = Storage::Packed;
   const BufferId result = add_buffer(std::move(packed));
-  Conversion conversion{source, wanted, result};
+  Conversion conversion{weights, wanted, result};
   conversion.winograd = true;
   conversions_.push_back(conversion);
   return result;

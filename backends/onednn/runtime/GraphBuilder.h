@@ -178,9 +178,10 @@ class GraphBuilder {
       const memory::desc& wanted,
       BufferId scales,
       int mask);
-  // input_view() of 3x3 convolution weights [OC, IC, 3, 3] transformed once at init for Winograd
-  // F(4x4, 3x3) (Winograd.h): [36, IC, OC] in layout `wanted`.
-  BufferId winograd_constant(uint32_t id, const memory::desc& view, const memory::desc& wanted);
+  // Constant f32 3x3 convolution weights [OC, IC, 3, 3] (in any layout: the program's bytes or
+  // another conversion's result, such as int8 weights dequantized) transformed once at init for
+  // Winograd F(4x4, 3x3) (Winograd.h): [36, IC, OC] in layout `wanted`.
+  BufferId winograd_constant(BufferId weights, const memory::desc& wanted);
   // Another descriptor over the bytes of `base` (a reshape, a strided or sub-memory view), starting
   // `bytes` into them (a contiguous block).
   BufferId alias(BufferId base, const memory::desc& view, size_t bytes = 0);

@@ -6,7 +6,8 @@ it). oneDNN's verbose trace shows which path ran: Winograd is a batched matmul o
 direct path a convolution primitive. Every case must match eager PyTorch within f32 round-off, for each
 post-op chain the fusion passes leave on a convolution, each padding, odd sizes and batches (each case
 with the 16 output tiles of 4x4 the runtime asks for at least); the direct kernel must run where
-Winograd does not apply and where an input holds a NaN or an infinity.
+Winograd does not apply and where an input holds a NaN or an infinity. Static int8 convolutions take it
+too where they compute in f32 (CPUs without VNNI, and the AVX2-capped int8 leg of run_tests.sh).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from executorch.backends.onednn import set_winograd
+from executorch.backends.onednn import int8_products_exact, set_winograd
+from test_int8 import QUANT_STEPS, Exported, output_scale, quantize
 from test_layouts import Record, describe, execute_traced
-from tester import lower
+from tester import flatten_outputs, lower
 from torch import nn
 
 
@@ -178,3 +180,37 @@ def test_the_backend_option_turns_winograd_off() -> None:
 def test_set_winograd_refuses_an_unknown_setting() -> None:
     with pytest.raises(ValueError, match="set_winograd expects one of"):
         set_winograd("sometimes")
+
+
+INT8_CASES = [
+    pytest.param(conv(16, 32, nn.ReLU()), (1, 16, 16, 16), id="conv_relu"),
+    pytest.param(Residual(16), (1, 16, 14, 14), id="residual_relu"),
+    pytest.param(BasicBlock(32), (1, 32, 17, 17), id="basic_block"),
+]
+
+
+@pytest.mark.skipif(
+    int8_products_exact(),
+    reason="int8 convolutions run oneDNN's VNNI/AMX int8 kernels on this CPU, not f32 (the AVX2-capped leg runs this)",
+)
+@pytest.mark.parametrize(("model", "shape"), INT8_CASES)
+def test_emulated_int8_convolutions_compute_by_winograd(model: nn.Module, shape: tuple[int, ...]) -> None:
+    """Without VNNI an int8 convolution computes in f32 on its dequantized src and weights: Winograd takes
+    it like an fp32 one, and the result lands within the int8 tolerance of the converted model and of
+    the direct kernel's (the two round the f32 sum differently before it is quantized)."""
+    torch.manual_seed(0)
+    example = (torch.randn(shape),)
+    converted = quantize(model, example)
+    lowered = lower(Exported(converted), example)
+    (winograd,), trace = execute_traced(lowered.buffer, example, "always")
+    (direct,), direct_trace = execute_traced(lowered.buffer, example, "never")
+    convolutions = sum(isinstance(module, nn.Conv2d) for module in model.modules())
+    assert len(winograd_products(trace)) == convolutions and not direct_convolutions(trace), describe(trace)
+    assert not winograd_products(direct_trace), describe(direct_trace)
+    with torch.no_grad():
+        (reference,) = flatten_outputs(converted(*example))
+    step = output_scale(converted)
+    for got in (winograd, direct):
+        error = (got - reference).abs().max().item()
+        assert error <= QUANT_STEPS * step, f"max error {error:.4g} exceeds {QUANT_STEPS} steps of {step:.4g}"
+    assert (winograd - direct).abs().max().item() <= QUANT_STEPS * step
