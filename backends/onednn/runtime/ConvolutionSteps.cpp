@@ -207,11 +207,11 @@ bool computes_by_winograd(
   if (!isa_ok || shape.src.size() != 4 || step.int_scalar("groups") != 1) {
     return false;
   }
-  // An emulated int8 convolution computes in f32 too: its src and weights dequantized.
-  const bool real_operands = emulates_int8(graph, step.inputs[0]) ||
+  // An emulated int8 convolution reads f32 operands too: its src and weights dequantized.
+  const bool f32_operands = emulates_int8(graph, step.inputs[0]) ||
       (graph.data_type(step.inputs[0]) == DataType::f32 && graph.data_type(step.inputs[1]) == DataType::f32);
   const memory::dims three{3, 3};
-  return type == DataType::f32 && real_operands && pd.dst_desc(0).get_data_type() == DataType::f32 &&
+  return type == DataType::f32 && f32_operands && pd.dst_desc(0).get_data_type() == DataType::f32 &&
       memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&
       shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) && shape.src[1] % kWinogradLanes == 0 &&
       shape.dst[1] % kWinogradLanes == 0 && winograd_shape(shape).tiles() >= kWinogradMinTiles &&
