@@ -165,7 +165,8 @@ def _worker(folder: Path, seed: int) -> None:
             path = folder / f"{program}-{int(checksums)}.pte"
             pte = path.read_bytes()
             inputs = list(torch.load(path.with_suffix(".inputs")))
-            reference = runtime.load_program(pte).load_method("forward").execute(inputs)
+            loaded = runtime.load_program(pte)  # a Method does not keep its Program alive
+            reference = loaded.load_method("forward").execute(inputs)
             cache[program, checksums] = (pte, regions(pte), inputs, [t.clone() for t in reference])
         pte, spans, inputs, reference = cache[program, checksums]
         mutation = draw(pte, spans, mutant_rng(seed, program, checksums, int(index_text)))

@@ -31,7 +31,8 @@ def test_external_weights_move_the_constants_out_of_the_pte(tmp_path: Path) -> N
     assert ptd.stat().st_size >= weight_bytes
 
     buffer = program.buffer
-    method = Runtime.get().load_program(buffer, data_path=str(ptd)).load_method("forward")
+    program = Runtime.get().load_program(buffer, data_path=str(ptd))  # a Method does not keep its Program alive
+    method = program.load_method("forward")
     (out,) = method.execute([x])
     error = float((out - model(x)).abs().max())
     assert error <= 1e-4, f"external-weights program differs from eager by {error}"

@@ -119,7 +119,8 @@ TRACE_CHILD = textwrap.dedent(
         inputs = tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in inputs)
         partitioner = onednn.OneDnnPartitioner()
     edge = to_edge_transform_and_lower(torch.export.export(model, inputs), partitioner=[partitioner])
-    method = Runtime.get().load_program(edge.to_executorch().buffer).load_method("forward")
+    program = Runtime.get().load_program(edge.to_executorch().buffer)  # a Method does not keep its Program alive
+    method = program.load_method("forward")
     method.execute(list(inputs))
     print("BF16_INSTRUCTIONS", onednn.has_bf16_instructions(), flush=True)
     onednn.set_verbose(1)

@@ -85,7 +85,8 @@ def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) ->
     libc = ctypes.CDLL(None)
     set_winograd(winograd)
     try:
-        method = Runtime.get().load_program(buffer).load_method("forward")
+        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
+        method = program.load_method("forward")
     finally:
         set_winograd("avx2")
     with tempfile.TemporaryFile() as log:

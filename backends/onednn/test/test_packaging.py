@@ -74,7 +74,8 @@ assert torch.backends.mkldnn.is_available()
 errors = [error(torch.nn.functional.conv2d(x, conv.weight, conv.bias, padding=1))]
 program = to_edge_transform_and_lower(torch.export.export(conv, (x,)), partitioner=[OneDnnPartitioner()])
 buffer = program.to_executorch().buffer
-method = Runtime.get().load_program(buffer).load_method("forward")
+program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
+method = program.load_method("forward")
 for _ in range(3):
     errors.append(error(method.execute([x])[0]))
     errors.append(error(torch.nn.functional.conv2d(x, conv.weight, conv.bias, padding=1)))

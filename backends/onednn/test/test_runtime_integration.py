@@ -99,7 +99,8 @@ def _load_and_run_mutants(buffer: bytes, offset: int, length: int, x: torch.Tens
             mutant[position] = value
             mutant_bytes = bytes(mutant)
             try:
-                method = runtime.load_program(mutant_bytes).load_method("forward")
+                program = runtime.load_program(mutant_bytes)  # a Method does not keep its Program alive
+                method = program.load_method("forward")
                 method.execute([x])
                 loaded.append(f"{position - offset}={value:#x}")
             except Exception:  # refusing the mutant is a right outcome

@@ -95,7 +95,8 @@ def _execute_with_thread_counts(buffer: bytes, inputs: list[torch.Tensor], count
 
     try:
         set_num_threads(counts[0])  # the program loads (init) with the first count
-        method = Runtime.get().load_program(buffer).load_method("forward")
+        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
+        method = program.load_method("forward")
         outputs = []
         for count in counts:
             set_num_threads(count)
