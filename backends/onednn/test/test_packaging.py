@@ -72,8 +72,8 @@ def error(got):
 
 assert torch.backends.mkldnn.is_available()
 errors = [error(torch.nn.functional.conv2d(x, conv.weight, conv.bias, padding=1))]
-program = to_edge_transform_and_lower(torch.export.export(conv, (x,)), partitioner=[OneDnnPartitioner()])
-buffer = program.to_executorch().buffer
+lowered = to_edge_transform_and_lower(torch.export.export(conv, (x,)), partitioner=[OneDnnPartitioner()])
+buffer = lowered.to_executorch().buffer
 program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
 method = program.load_method("forward")
 for _ in range(3):
