@@ -17,6 +17,7 @@ from .fuse_rms_norm import fuse_rms_norm
 from .mixed_precision import compute_in_bf16
 from .plan_layouts import plan_layouts
 from .provenance import keeping_sources
+from .recognize_activations import recognize_activations
 from .rotate_half import rotate_half_as_matmul
 from .simplify_layout import simplify_layout
 
@@ -28,6 +29,7 @@ PASSES: list[GraphPass] = [
     fold_operand_scales,
     rotate_half_as_matmul,
     fuse_rms_norm,
+    recognize_activations,
     fuse_post_ops,
     fuse_attention,
     fuse_requantize,
@@ -65,6 +67,7 @@ __all__ = [
     "passes_for",
     "plan_layouts",
     "quantize_matmuls_dynamically",
+    "recognize_activations",
     "rotate_half_as_matmul",
     "run_passes",
     "simplify_layout",

@@ -22,6 +22,10 @@ COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 # chain with the clamps on the host), so these stay standalone, and a clamp fuses only when it keeps
 # the zeros that pad a blocked layout.
 NAN_LOSING_POST_OPS = {EltwiseAlg.EXP, EltwiseAlg.HARDSIGMOID}
+# A standalone step, so that the runtime may compute it on the host: oneDNN's AVX2 tanh reads tables
+# through gathers, and as a matmul post-op it cost GPT-2's MLP 2.1 ms per layer (AMD Zen 1, 2 threads,
+# 128 tokens) against 0.25 ms on the host (RowKernels.h).
+HOST_CHOSEN_ELTWISE = {EltwiseAlg.GELU_TANH}
 
 
 def fuse_post_ops(graph: Graph) -> Graph:
@@ -33,7 +37,7 @@ def fuse_post_ops(graph: Graph) -> Graph:
         if host is None:
             index += 1
             continue
-        host_step, operand = host
+        host_step, operand, reshape = host
         params = (step.floats["alpha"][0], step.floats["beta"][0]) if step.kind == StepKind.ELTWISE else (0.0, 0.0)
         kind = PostOpKind.ELTWISE if step.kind == StepKind.ELTWISE else PostOpKind.BINARY
         host_step.ints.setdefault("post_ops", []).extend([kind, step.ints["alg"][0]])
@@ -43,13 +47,18 @@ def fuse_post_ops(graph: Graph) -> Graph:
             while len(host_step.inputs) < fixed:
                 host_step.inputs.append(NO_VALUE)
             host_step.inputs.append(operand)
-        host_step.outputs = list(step.outputs)
+        if reshape is None:
+            host_step.outputs = list(step.outputs)
+        else:  # the host's result goes on through the reshape, which now yields the eltwise's result
+            reshape.outputs = list(step.outputs)
+            host_step.sources |= step.sources  # the eltwise's time is now the host's
         del graph.steps[index]
     return graph
 
 
-def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None] | None:
-    """The earlier step this one can become a post-op of, and the binary operand it brings."""
+def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None, Step | None] | None:
+    """The earlier step this one can become a post-op of, the binary operand it brings, and the reshape
+    between them, if any."""
     if step.kind == StepKind.ELTWISE and _fusable_eltwise(step):
         candidates = [(step.inputs[0], None)]
         hosts = set(POST_OP_FIXED_INPUTS)
@@ -67,17 +76,26 @@ def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None
         if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
             continue
         host_index = producers[src]
-        host = graph.steps[host_index]
+        host, reshape = graph.steps[host_index], None
+        if operand is None and host.kind == StepKind.RESHAPE:
+            # An eltwise commutes with a reshape: Hugging Face's Conv1D computes a 2-D matmul and
+            # reshapes it before the activation.
+            reshape, reshape_index, src = host, host_index, host.inputs[0]
+            if src not in producers or src in graph.outputs or consumers.get(src) != [reshape_index]:
+                continue
+            host_index = producers[src]
+            host = graph.steps[host_index]
+            out_dims = graph.values[src].dims
         if host.kind not in hosts or not same_dims(graph.values[src].dims, out_dims):
             continue
         if operand is not None and (operand == src or producers.get(operand, -1) >= host_index):
             continue
-        return host, operand
+        return host, operand, reshape
     return None
 
 
 def _fusable_eltwise(step: Step) -> bool:
     alg, alpha, beta = step.ints["alg"][0], step.floats["alpha"][0], step.floats["beta"][0]
-    if alg in HOST_ELTWISE_ALGS or alg in NAN_LOSING_POST_OPS:
+    if alg in HOST_ELTWISE_ALGS or alg in NAN_LOSING_POST_OPS or alg in HOST_CHOSEN_ELTWISE:
         return False
     return alg != EltwiseAlg.CLIP or alpha <= 0.0 <= beta

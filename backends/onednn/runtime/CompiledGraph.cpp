@@ -308,7 +308,7 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
 }
 
 // Host loops run on the calling thread, inside run_in_thread_pool(); the rows of a QuantizeRows, Softmax,
-// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary or Clamp one, are independent
+// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or GeluTanh one, are independent
 // and split across the pool's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
@@ -349,6 +349,11 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::Clamp:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
         clamp_values(loop, source, target, begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::GeluTanh:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        gelu_tanh_values(loop.isa, loop.bf16, source, target, begin, end);
       });
       return Error::Ok;
     case HostLoop::Kind::ArgReduce:

@@ -75,22 +75,26 @@ void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, EltwiseAlg 
   graph.add_host_loop(loop, graph.define(step.outputs[0], plain_f32), source);
 }
 
-// relu and clip (clamp, hardtanh, relu6) on the host, where a NaN stays NaN (clamp_values()); in the
-// input's layout when its buffer holds exactly the values (an elementwise step ignores the order),
-// else plain.
-void build_host_clamp(const StepRecord& step, GraphBuilder& graph, float lower, float upper) {
+// An elementwise host loop, in the input's layout when its buffer holds exactly the values (an
+// elementwise step ignores the order), else plain.
+void build_host_values_loop(const StepRecord& step, GraphBuilder& graph, HostLoop loop) {
   const uint32_t src = step.inputs[0];
   const DataType type = graph.compute_type(step.outputs[0]) == DataType::bf16 ? DataType::bf16 : DataType::f32;
   const memory::desc plain = plain_desc(graph.dims(src), type);
   const memory::desc stored = graph.desc_as(src, type);
   const memory::desc layout = stored.get_size() == plain.get_size() ? stored : plain; // no padding or gaps
+  loop.bf16 = type == DataType::bf16;
+  const BufferId source = graph.input(src, layout);
+  graph.add_host_loop(loop, graph.define(step.outputs[0], layout), source);
+}
+
+// relu and clip (clamp, hardtanh, relu6) on the host, where a NaN stays NaN (clamp_values()).
+void build_host_clamp(const StepRecord& step, GraphBuilder& graph, float lower, float upper) {
   HostLoop loop;
   loop.kind = HostLoop::Kind::Clamp;
   loop.value = lower;
   loop.upper = upper;
-  loop.bf16 = type == DataType::bf16;
-  const BufferId source = graph.input(src, layout);
-  graph.add_host_loop(loop, graph.define(step.outputs[0], layout), source);
+  build_host_values_loop(step, graph, loop);
 }
 } // namespace
 
@@ -112,6 +116,13 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   }
   if (alg == algorithm::eltwise_clip) {
     build_host_clamp(step, graph, alpha, beta);
+    return;
+  }
+  if (alg == algorithm::eltwise_gelu_tanh && host_row_isa() == RowIsa::avx2) {
+    HostLoop loop; // gelu_tanh_values(): oneDNN's AVX2 tanh is slow
+    loop.kind = HostLoop::Kind::GeluTanh;
+    loop.isa = RowIsa::avx2;
+    build_host_values_loop(step, graph, loop);
     return;
   }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));

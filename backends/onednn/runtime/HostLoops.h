@@ -25,6 +25,7 @@ struct HostLoop {
     RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
     Unary, // dst = unary(src), f32, elementwise
     Clamp, // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
+    GeluTanh, // dst = GELU of src, tanh approximation (RowKernels.h), elementwise; f32 or bf16 (`bf16`)
     AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
     ArgReduce, // dst (int64) = argmax or argmin of src (f32) along a dim
     Gather, // dst = rows of src picked by the int64 indices in aux
@@ -45,7 +46,8 @@ struct HostLoop {
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill, Clamp, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  RowIsa isa = RowIsa::scalar; // GeluTanh
   float upper = 0.0f; // Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).

@@ -405,6 +405,29 @@ void rms_norm_row_scalar(const RmsNormRows& rows, const void* src, void* dst, co
   }
 }
 
+// 2 sqrt(2 / pi) and 2 sqrt(2 / pi) * 0.044715: sigmoid(2u) = (1 + tanh(u)) / 2.
+constexpr float kGeluLinear = 1.5957691216057308f;
+constexpr float kGeluCubic = 0.0713548162726009f;
+// Below this the exponential overflows: the sigmoid is 0, and x * 0 keeps -inf's NaN.
+constexpr float kGeluSaturated = -88.0f;
+
+ODNN_AVX2 void gelu_tanh_values_avx2(bool bf16, const void* src, void* dst, size_t begin, size_t end) {
+  for (size_t at = begin; at < end; at += kLanes2) {
+    const size_t count = std::min(kLanes2, end - at);
+    const __m256 x = load8(src, bf16, at, count, 0.0f);
+    const __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(kGeluCubic), _mm256_set1_ps(kGeluLinear)));
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), z));
+    const __m256 gelu = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    const __m256 saturated = _mm256_cmp_ps(z, _mm256_set1_ps(kGeluSaturated), _CMP_LT_OQ);
+    store8(dst, bf16, at, count, _mm256_blendv_ps(gelu, _mm256_mul_ps(x, _mm256_setzero_ps()), saturated));
+  }
+}
+
+float gelu_tanh_value(float x) {
+  const float z = x * (kGeluLinear + kGeluCubic * x * x);
+  return z < kGeluSaturated ? x * 0.0f : x / (1.0f + std::exp(-z));
+}
+
 } // namespace
 
 RowIsa host_row_isa() noexcept {
@@ -475,6 +498,21 @@ void rms_norm_rows(
       case RowIsa::scalar:
         rms_norm_row_scalar(rows, src_row, dst_row, row_weight);
         break;
+    }
+  }
+}
+
+void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t begin, size_t end) {
+  if (isa != RowIsa::scalar) {
+    gelu_tanh_values_avx2(bf16, src, dst, begin, end);
+    return;
+  }
+  for (size_t i = begin; i < end; ++i) {
+    const float x = bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[i]) : static_cast<const float*>(src)[i];
+    if (bf16) {
+      static_cast<uint16_t*>(dst)[i] = to_bf16_bits(gelu_tanh_value(x));
+    } else {
+      static_cast<float*>(dst)[i] = gelu_tanh_value(x);
     }
   }
 }

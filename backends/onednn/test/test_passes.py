@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
@@ -24,7 +25,7 @@ from torch.nn import functional as F
 
 CONV, BN, MATMUL = StepKind.CONVOLUTION, StepKind.BATCH_NORM, StepKind.MATMUL
 ELTWISE, BINARY, CONCAT = StepKind.ELTWISE, StepKind.BINARY, StepKind.CONCAT
-REORDER = StepKind.REORDER
+REORDER, RESHAPE = StepKind.REORDER, StepKind.RESHAPE
 
 
 def eltwise_post_op(alg: EltwiseAlg) -> list[int]:
@@ -62,6 +63,52 @@ class LinearGelu(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.gelu(self.fc(x))
+
+
+def written_out_gelu(x: torch.Tensor, cubic: float = 0.044715) -> torch.Tensor:
+    """GELU as Hugging Face's GPT-2 writes it (NewGELUActivation)."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + cubic * torch.pow(x, 3.0))))
+
+
+class LinearWrittenOutGelu(nn.Module):
+    def __init__(self, cubic: float = 0.044715) -> None:
+        super().__init__()
+        self.fc, self.cubic = nn.Linear(16, 32), cubic
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return written_out_gelu(self.fc(x), self.cubic)
+
+
+class Conv1dGelu(nn.Module):
+    """Hugging Face's Conv1D (GPT-2): a 2-D addmm, reshaped back to 3-D before the activation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.randn(16, 32) * 0.2), nn.Parameter(torch.randn(32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.addmm(self.bias, x.view(-1, x.shape[-1]), self.weight).view(*x.shape[:-1], 32)
+        return F.gelu(y)
+
+
+class ConvTimesSigmoid(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c = self.conv(x)
+        return c * torch.sigmoid(c)
+
+
+class LinearWrittenOutHardswish(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        return y * torch.clamp(y + 3, 0, 6) / 6
 
 
 class ConvOutputAlsoReturned(nn.Module):
@@ -160,6 +207,26 @@ PIPELINES: list[tuple[str, Callable[[], nn.Module], tuple[tuple[int, ...], ...],
         ],
     ),
     ("linear_gelu_becomes_matmul_with_gelu", LinearGelu, ((4, 16),), [(MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF))]),
+    # A standalone step, which the runtime computes on the host where oneDNN's tanh is slow (AVX2).
+    ("written_out_tanh_gelu_becomes_one_step", LinearWrittenOutGelu, ((4, 16),), [(MATMUL, []), (ELTWISE, [])]),
+    (
+        "activation_after_a_reshape_becomes_a_matmul_post_op",
+        Conv1dGelu,
+        ((2, 3, 16),),
+        [(RESHAPE, []), (MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF)), (RESHAPE, [])],
+    ),
+    (
+        "x_times_sigmoid_x_becomes_a_swish_post_op",
+        ConvTimesSigmoid,
+        (IMG3,),
+        [(CONV, eltwise_post_op(EltwiseAlg.SWISH))],
+    ),
+    (
+        "written_out_hardswish_becomes_a_matmul_post_op",
+        LinearWrittenOutHardswish,
+        ((4, 16),),
+        [(MATMUL, eltwise_post_op(EltwiseAlg.HARDSWISH))],
+    ),
     ("binary_takes_an_eltwise_post_op", AddRelu, ((2, 8), (2, 8)), [(BINARY, eltwise_post_op(EltwiseAlg.RELU))]),
     (
         "rotate_half_becomes_a_matmul_taking_sin_and_cos",
@@ -291,6 +358,64 @@ def test_fused_and_unfused_programs_agree(
     assert error is None, error
 
 
+# --- recognize_activations: what stays arithmetic ----------------------------------------------------
+def computes_eltwise(graph: Graph, alg: EltwiseAlg) -> bool:
+    """Whether a step, or a post-op of one, computes eltwise `alg`."""
+    for step in graph.steps:
+        if step.kind == ELTWISE and step.ints["alg"] == [alg]:
+            return True
+        post_ops = step.ints.get("post_ops", [])
+        if any(post_ops[i : i + 2] == [PostOpKind.ELTWISE, alg] for i in range(0, len(post_ops), 2)):
+            return True
+    return False
+
+
+class WrittenOutGelu(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return written_out_gelu(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_written_out_gelu_matches_eager_at_every_value(dtype: torch.dtype) -> None:
+    """One GELU step (on the host on AVX2, oneDNN's elsewhere) gives what the nine steps give eagerly,
+    -inf's NaN included."""
+    special = torch.tensor([float("inf"), -float("inf"), float("nan"), 1e20, -1e20, 30.0, -30.0, 0.0])
+    x = torch.cat([torch.linspace(-12.0, 12.0, 997), special]).reshape(1, -1).to(dtype)
+    lowered = lower(WrittenOutGelu(), (x,))
+    assert [step.kind for step in lowered.payloads()[0].steps] == [ELTWISE], lowered.describe()
+    (got,) = execute(lowered.buffer, (x,))
+    with torch.no_grad():
+        expected = WrittenOutGelu()(x)
+    assert torch.equal(got.isnan(), expected.isnan()), "NaN where eager has none, or the reverse"
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got.float().nan_to_num(), expected.float().nan_to_num(), atol=tolerance, rtol=tolerance)
+
+
+class GeluAndItsTanh(nn.Module):
+    """The GELU's inner tanh is an output as well: the chain cannot go."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        inner = torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0)))
+        return 0.5 * x * (1.0 + inner), inner
+
+
+@pytest.mark.parametrize(
+    ("name", "factory"),
+    [
+        ("a_constant_off_by_1e-5", lambda: LinearWrittenOutGelu(cubic=0.0447)),
+        ("an_inner_value_read_elsewhere", GeluAndItsTanh),
+    ],
+)
+def test_a_near_gelu_stays_arithmetic(name: str, factory: Callable[[], nn.Module]) -> None:
+    model, inputs = build(factory, ((4, 16),))
+    lowered = lower(model, inputs)
+    assert not computes_eltwise(lowered.payloads()[0], EltwiseAlg.GELU_TANH), f"{name}: became a GELU"
+    with torch.no_grad():
+        expected = flatten_outputs(model(*inputs))
+    error = mismatch(name, execute(lowered.buffer, inputs), expected, 1e-5)
+    assert error is None, error
+
+
 # --- simplify_layout, drop_neutral_binaries, fold_operand_scales --------------------------------------
 class AttentionBlock(nn.Module):
     """Attention as Hugging Face models export it: an additive mask built from an all-visible padding mask
@@ -322,9 +447,6 @@ def layout_graph(dims: tuple[int, ...], *steps: tuple[StepKind, tuple[int, ...],
     graph.add_step(Step(ELTWISE, [current], [graph.add_value(DType.F32, out_dims)], {"alg": [EltwiseAlg.RELU]}))
     graph.outputs = [graph.steps[-1].outputs[0]]
     return graph
-
-
-RESHAPE = StepKind.RESHAPE
 
 
 def test_simplify_layout_composes_permutes_like_torch() -> None:

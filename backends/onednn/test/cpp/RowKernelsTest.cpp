@@ -1,6 +1,7 @@
 // The host row kernels (runtime/RowKernels.h) at every vector width this CPU runs (scalar, AVX2,
 // AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
-// and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros.
+// and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros; the tanh
+// GELU's values, non-finite ones included.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -240,6 +241,56 @@ TEST(RowKernels, RmsNormMatchesTheReferenceAtEveryWidthAndTail) {
         }
       }
     }
+  }
+}
+
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), in double, as PyTorch's tanh GELU (and GPT-2's
+// written-out one) defines it.
+double reference_gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(RowKernels, GeluTanhMatchesTheReferenceAtEveryWidthAndTail) {
+  for (const RowIsa isa : runnable_isas()) {
+    for (const size_t count : {1, 7, 8, 9, 17, 100}) {
+      for (const bool bf16 : {false, true}) {
+        std::vector<float> x(count);
+        for (size_t i = 0; i < count; ++i) {
+          x[i] = -10.0f + 20.0f * static_cast<float>(i) / static_cast<float>(count); // both tails of the curve
+        }
+        const Row src(bf16, x);
+        Row dst(bf16, std::vector<float>(count + 1, -7.0f)); // one value more: it stays untouched
+        gelu_tanh_values(isa, bf16, src.bytes.data(), dst.bytes.data(), 0, count);
+        const std::vector<float> in = src.values(), got = dst.values();
+        for (size_t i = 0; i < count; ++i) {
+          const double want = reference_gelu_tanh(in[i]);
+          // The reference's 1 + tanh cancels where x < -5: there both are within 1e-6 of zero.
+          EXPECT_NEAR(got[i], want, (bf16 ? 8e-3 : 2e-6) * std::max(1.0, std::fabs(want)))
+              << name(isa) << " count " << count << " x " << in[i];
+        }
+        EXPECT_EQ(got[count], -7.0f) << name(isa) << " wrote past its range";
+      }
+    }
+  }
+}
+
+TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // x, then what 0.5 x (1 + tanh(...)) gives in f32: -inf * 0 is NaN; a huge negative x gives -0.
+  const std::vector<float> x{kInf, -kInf, nan, 1e20f, -1e20f, 30.0f, -30.0f, 0.0f, 3.0f};
+  for (const RowIsa isa : runnable_isas()) {
+    std::vector<float> got(x.size(), -7.0f);
+    gelu_tanh_values(isa, false, x.data(), got.data(), 0, x.size());
+    EXPECT_EQ(got[0], kInf) << name(isa);
+    EXPECT_TRUE(std::isnan(got[1])) << name(isa) << " gelu(-inf) = " << got[1];
+    EXPECT_TRUE(std::isnan(got[2])) << name(isa);
+    EXPECT_EQ(got[3], 1e20f) << name(isa);
+    EXPECT_EQ(got[4], 0.0f) << name(isa);
+    EXPECT_TRUE(std::signbit(got[4])) << name(isa) << " gelu(-1e20) should be -0";
+    EXPECT_EQ(got[5], 30.0f) << name(isa);
+    EXPECT_EQ(got[6], 0.0f) << name(isa);
+    EXPECT_EQ(got[7], 0.0f) << name(isa);
+    EXPECT_NEAR(got[8], reference_gelu_tanh(3.0), 2e-6) << name(isa);
   }
 }
 
