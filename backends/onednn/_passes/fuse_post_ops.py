@@ -23,8 +23,8 @@ COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 # the zeros that pad a blocked layout.
 NAN_LOSING_POST_OPS = {EltwiseAlg.EXP, EltwiseAlg.HARDSIGMOID}
 # A standalone step, so that the runtime may compute it on the host: oneDNN's AVX2 tanh reads tables
-# through gathers, and as a matmul post-op it cost GPT-2's MLP 2.1 ms per layer (AMD Zen 1, 2 threads,
-# 128 tokens) against 0.25 ms on the host (RowKernels.h).
+# through gathers, and as a matmul post-op it cost GPT-2's MLP 2.1-2.6 ms per layer (AMD Zen 1, 2
+# threads, 128 tokens) against about 0.7 ms on the host (RowKernels.h).
 HOST_CHOSEN_ELTWISE = {EltwiseAlg.GELU_TANH}
 
 

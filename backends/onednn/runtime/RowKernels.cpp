@@ -415,7 +415,8 @@ ODNN_AVX2 void gelu_tanh_values_avx2(bool bf16, const void* src, void* dst, size
   for (size_t at = begin; at < end; at += kLanes2) {
     const size_t count = std::min(kLanes2, end - at);
     const __m256 x = load8(src, bf16, at, count, 0.0f);
-    const __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(kGeluCubic), _mm256_set1_ps(kGeluLinear)));
+    const __m256 slope = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(kGeluCubic), _mm256_set1_ps(kGeluLinear));
+    const __m256 z = _mm256_mul_ps(x, slope);
     const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), z));
     const __m256 gelu = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
     const __m256 saturated = _mm256_cmp_ps(z, _mm256_set1_ps(kGeluSaturated), _CMP_LT_OQ);
