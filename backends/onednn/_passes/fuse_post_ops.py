@@ -22,10 +22,6 @@ COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 # chain with the clamps on the host), so these stay standalone, and a clamp fuses only when it keeps
 # the zeros that pad a blocked layout.
 NAN_LOSING_POST_OPS = {EltwiseAlg.EXP, EltwiseAlg.HARDSIGMOID}
-# A standalone step, so that the runtime may compute it on the host: oneDNN's AVX2 tanh reads tables
-# through gathers, and as a matmul post-op it cost GPT-2's MLP 2.1-2.6 ms per layer (AMD Zen 1, 2
-# threads, 128 tokens) against about 0.7 ms on the host (RowKernels.h).
-HOST_CHOSEN_ELTWISE = {EltwiseAlg.GELU_TANH}
 
 
 def fuse_post_ops(graph: Graph) -> Graph:
@@ -96,6 +92,6 @@ def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None
 
 def _fusable_eltwise(step: Step) -> bool:
     alg, alpha, beta = step.ints["alg"][0], step.floats["alpha"][0], step.floats["beta"][0]
-    if alg in HOST_ELTWISE_ALGS or alg in NAN_LOSING_POST_OPS or alg in HOST_CHOSEN_ELTWISE:
+    if alg in HOST_ELTWISE_ALGS or alg in NAN_LOSING_POST_OPS:
         return False
     return alg != EltwiseAlg.CLIP or alpha <= 0.0 <= beta

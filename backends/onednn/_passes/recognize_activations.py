@@ -5,6 +5,12 @@ after lowering that is nine elementwise steps over the MLP's widest tensor, whic
 one pass as eltwise_gelu_tanh (and then as a post-op of the matmul before it). Rather than match each
 way of writing a formula, a chain of elementwise steps that is a function of one value x alone is
 evaluated on probe points and compared with the activations oneDNN has.
+
+It runs after fuse_post_ops (reading the eltwise post-ops the chain's steps took), so the step it makes
+stays a step of its own: on a CPU with AVX2 but not AVX-512 the runtime computes tanh GELU on the host,
+where oneDNN's tanh reads tables through gathers (as a post-op of GPT-2's MLP matmul it cost 2.1-2.6 ms
+per layer on AMD Zen 1, 2 threads, 128 tokens, against about 0.7 ms on the host). `aten.gelu` fuses as
+before.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Callable
 import torch
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, StepKind
+from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from ..serialization.shapes import same_dims
 
 Function = Callable[[torch.Tensor], torch.Tensor]
@@ -26,6 +32,8 @@ PROBES = torch.cat([torch.linspace(-8.0, 8.0, 161, dtype=torch.float64), torch.t
 # 0.796875), which moves its result by about 1e-4: far below what each of its bf16 steps rounds away.
 TOLERANCE = {DType.F32: 1e-6, DType.BF16: 1e-3}
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+# Activations are short formulas (GPT-2's GELU is nine steps): a longer chain is not evaluated.
+MAX_CHAIN_STEPS = 16
 
 # alg -> f(x, alpha, beta), as oneDNN defines its eltwise algorithms.
 ELTWISE: dict[EltwiseAlg, Callable[[torch.Tensor, float, float], torch.Tensor]] = {
@@ -66,7 +74,7 @@ def _replace_one(graph: Graph) -> bool:
     # Last steps first, so that the whole chain is tried before the part of it an inner step ends.
     for index in sorted(roots, reverse=True):
         chain = _chain(graph, index, roots[index])
-        if len(chain) < 2 or not _only_read_inside(graph, chain, index, consumers):
+        if not 2 <= len(chain) <= MAX_CHAIN_STEPS or not _only_read_inside(graph, chain, index, consumers):
             continue
         activation = _activation(graph, chain, roots[index])
         if activation is None:
@@ -106,7 +114,10 @@ def _single_roots(graph: Graph) -> dict[int, int]:
 
 
 def _evaluable(step: Step) -> bool:
-    if "post_ops" in step.ints or len(step.outputs) != 1:
+    if len(step.outputs) != 1 or len(step.inputs) != (1 if step.kind == StepKind.ELTWISE else 2):
+        return False
+    post_ops = step.ints.get("post_ops", [])
+    if any(kind != PostOpKind.ELTWISE or EltwiseAlg(alg) not in ELTWISE for kind, alg in _pairs(post_ops)):
         return False
     if step.kind == StepKind.ELTWISE:
         return EltwiseAlg(step.ints["alg"][0]) in ELTWISE
@@ -148,6 +159,9 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
             result = ELTWISE[alg](operands[0], alpha, beta)
         else:
             result = BINARY[BinaryAlg(step.ints["alg"][0])](*operands)
+        params = _pairs(step.floats.get("post_op_params", []))
+        for (_, post_alg), (post_alpha, post_beta) in zip(_pairs(step.ints.get("post_ops", [])), params):
+            result = ELTWISE[EltwiseAlg(post_alg)](result, post_alpha, post_beta)
         computed[step.outputs[0]] = result
     result = computed[graph.steps[chain[-1]].outputs[0]]
     tolerance = TOLERANCE[graph.values[root].dtype]
@@ -156,3 +170,8 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
         if bool(((result - expected).abs() <= tolerance * (1 + expected.abs())).all()):
             return activation
     return None
+
+
+def _pairs(flat: list) -> list[tuple]:  # type: ignore[type-arg]
+    """[a0, b0, a1, b1, ...] -> [(a0, b0), (a1, b1), ...]: post-ops and their parameters."""
+    return list(zip(flat[0::2], flat[1::2]))

@@ -207,7 +207,7 @@ PIPELINES: list[tuple[str, Callable[[], nn.Module], tuple[tuple[int, ...], ...],
         ],
     ),
     ("linear_gelu_becomes_matmul_with_gelu", LinearGelu, ((4, 16),), [(MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF))]),
-    # A standalone step, which the runtime computes on the host where oneDNN's tanh is slow (AVX2).
+    # Recognized after the post-op fusion: a step of its own, which the runtime may compute on the host.
     ("written_out_tanh_gelu_becomes_one_step", LinearWrittenOutGelu, ((4, 16),), [(MATMUL, []), (ELTWISE, [])]),
     (
         "activation_after_a_reshape_becomes_a_matmul_post_op",
@@ -215,18 +215,8 @@ PIPELINES: list[tuple[str, Callable[[], nn.Module], tuple[tuple[int, ...], ...],
         ((2, 3, 16),),
         [(RESHAPE, []), (MATMUL, eltwise_post_op(EltwiseAlg.GELU_ERF)), (RESHAPE, [])],
     ),
-    (
-        "x_times_sigmoid_x_becomes_a_swish_post_op",
-        ConvTimesSigmoid,
-        (IMG3,),
-        [(CONV, eltwise_post_op(EltwiseAlg.SWISH))],
-    ),
-    (
-        "written_out_hardswish_becomes_a_matmul_post_op",
-        LinearWrittenOutHardswish,
-        ((4, 16),),
-        [(MATMUL, eltwise_post_op(EltwiseAlg.HARDSWISH))],
-    ),
+    ("x_times_sigmoid_x_becomes_one_step", ConvTimesSigmoid, (IMG3,), [(CONV, []), (ELTWISE, [])]),
+    ("written_out_hardswish_becomes_one_step", LinearWrittenOutHardswish, ((4, 16),), [(MATMUL, []), (ELTWISE, [])]),
     ("binary_takes_an_eltwise_post_op", AddRelu, ((2, 8), (2, 8)), [(BINARY, eltwise_post_op(EltwiseAlg.RELU))]),
     (
         "rotate_half_becomes_a_matmul_taking_sin_and_cos",
@@ -375,17 +365,31 @@ class WrittenOutGelu(nn.Module):
         return written_out_gelu(x)
 
 
+class WrittenOutSwish(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(x)
+
+
+class WrittenOutHardswish(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.clamp(x + 3, 0, 6) / 6
+
+
+@pytest.mark.parametrize("factory", [WrittenOutGelu, WrittenOutSwish, WrittenOutHardswish])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_written_out_gelu_matches_eager_at_every_value(dtype: torch.dtype) -> None:
-    """One GELU step (on the host on AVX2, oneDNN's elsewhere) gives what the nine steps give eagerly,
-    -inf's NaN included."""
+def test_written_out_activation_matches_eager_at_every_value(
+    factory: Callable[[], nn.Module], dtype: torch.dtype
+) -> None:
+    """The one step (tanh GELU on the host on AVX2, oneDNN's elsewhere) gives what the written-out steps
+    give eagerly, non-finite values included (GELU's -inf gives NaN there)."""
     special = torch.tensor([float("inf"), -float("inf"), float("nan"), 1e20, -1e20, 30.0, -30.0, 0.0])
     x = torch.cat([torch.linspace(-12.0, 12.0, 997), special]).reshape(1, -1).to(dtype)
-    lowered = lower(WrittenOutGelu(), (x,))
+    model = factory()
+    lowered = lower(model, (x,))
     assert [step.kind for step in lowered.payloads()[0].steps] == [ELTWISE], lowered.describe()
     (got,) = execute(lowered.buffer, (x,))
     with torch.no_grad():
-        expected = WrittenOutGelu()(x)
+        expected = model(x)
     assert torch.equal(got.isnan(), expected.isnan()), "NaN where eager has none, or the reverse"
     tolerance = 1e-5 if dtype == torch.float32 else 1e-2
     torch.testing.assert_close(got.float().nan_to_num(), expected.float().nan_to_num(), atol=tolerance, rtol=tolerance)
