@@ -2,7 +2,7 @@
 
 Hugging Face's GPT-2 writes its GELU as `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`:
 after lowering that is nine elementwise steps over the MLP's widest tensor, which oneDNN computes in
-one pass as eltwise_gelu_tanh (and then as a post-op of the matmul before it). Rather than match each
+one pass as eltwise_gelu_tanh. Rather than match each
 way of writing a formula, a chain of elementwise steps that is a function of one value x alone is
 evaluated on probe points and compared with the activations oneDNN has.
 
@@ -16,7 +16,8 @@ before.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import torch
 
@@ -25,6 +26,7 @@ from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, Ste
 from ..serialization.shapes import same_dims
 
 Function = Callable[[torch.Tensor], torch.Tensor]
+T = TypeVar("T")
 
 # float64, so that the float32 constants of the steps are the only difference from the activation.
 PROBES = torch.cat([torch.linspace(-8.0, 8.0, 161, dtype=torch.float64), torch.tensor([-0.01, 0.003, 0.25])])
@@ -172,6 +174,6 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
     return None
 
 
-def _pairs(flat: list) -> list[tuple]:  # type: ignore[type-arg]
+def _pairs(flat: Sequence[T]) -> list[tuple[T, T]]:
     """[a0, b0, a1, b1, ...] -> [(a0, b0), (a1, b1), ...]: post-ops and their parameters."""
     return list(zip(flat[0::2], flat[1::2]))
