@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every test: lint, the C++ runtime tests (gtest through ctest), the Python tests (pytest) and
-# ExecuTorch's backend conformance suite for our fp32 flow.
+# ExecuTorch's backend conformance suite for our fp32 flow, with the other x86 runtimes of
+# scripts/requirements-tests.txt installed next to the delegate.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$root/scripts/bootstrap.sh" --tests
+"$root/scripts/bootstrap.sh" --tests --requirements tests
 venv="${ONEDNN_VENV:-$root/.venv}"
 export PATH="$venv/bin:$PATH"
 

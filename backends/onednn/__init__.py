@@ -10,6 +10,7 @@ through Winograd; `onednn_version()` names the oneDNN inside the runtime.
 """
 
 from ._runtime import (
+    RuntimeLibraryMissing,
     effective_isa,
     get_num_threads,
     has_bf16_instructions,
@@ -25,17 +26,21 @@ from ._runtime import (
 from .onednn_preprocess import OneDnnBackend
 from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
 
+# A runtime library that is there but does not load or register fails the import, here, with its
+# reason: a warning would leave every program to fail far away ("Backend OneDnnBackend is not
+# registered"). Without the library (a source checkout, AOT export only) a warning is enough.
 try:
     load_runtime()
-except ImportError as _error:  # AOT export still works without the runtime library
+except RuntimeLibraryMissing as _missing:
     import warnings
 
-    warnings.warn(f"OneDnnBackend runtime not loaded: {_error}", RuntimeWarning, stacklevel=2)
+    warnings.warn(f"OneDnnBackend runtime not loaded: {_missing}", RuntimeWarning, stacklevel=2)
 
 __all__ = [
     "ComputeBf16FallbacksInFp32",
     "OneDnnBackend",
     "OneDnnPartitioner",
+    "RuntimeLibraryMissing",
     "effective_isa",
     "get_num_threads",
     "has_bf16_instructions",

@@ -8,7 +8,12 @@ import os
 from pathlib import Path
 
 LIBRARY_NAME = "libexecutorch_backend_onednn.so"
+BACKEND_NAME = "OneDnnBackend"
 _loaded: ctypes.CDLL | None = None
+
+
+class RuntimeLibraryMissing(ImportError):
+    """No runtime library at library_path(): AOT export (partition, preprocess) still works."""
 
 
 def library_path() -> Path:
@@ -24,16 +29,22 @@ def load_runtime() -> ctypes.CDLL:
         return _loaded
     path = library_path()
     if not path.exists():
-        raise ImportError(
+        raise RuntimeLibraryMissing(
             f"{path} is missing: install executorch-onednn with pip (see backends/onednn/setup.md) to build the runtime"
         )
     # The pybindings and our library must share one libexecutorch.so, hence one backend registry.
-    import executorch.extension.pybindings.portable_lib  # noqa: F401
+    from executorch.runtime import Runtime
 
     try:
-        _loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-    except OSError as error:  # e.g. libexecutorch.so not where the RPATH says
-        raise ImportError(f"cannot load {path}: {error}; see backends/onednn/setup.md") from error
+        library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    except OSError as error:  # e.g. libexecutorch.so not where the RPATH says, or a broken file
+        raise ImportError(f"cannot load {path}: {error}; see backends/onednn/README.md, Known issues") from error
+    if not Runtime.get().backend_registry.is_available(BACKEND_NAME):
+        raise ImportError(
+            f"{path} loaded but {BACKEND_NAME} is not in the registry of executorch.runtime: the library was "
+            "built against another executorch than the one imported here (backends/onednn/setup.md)"
+        )
+    _loaded = library
     return _loaded
 
 

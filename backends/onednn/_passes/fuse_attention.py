@@ -155,19 +155,17 @@ def _scores(graph, source, producers, up, only_reader) -> _Scores | None:  # typ
         step = graph.steps[producers[value]]
     if step is None or step.kind != StepKind.MATMUL or not only_reader(value):
         return None
-    post_ops = step.ints.get("post_ops", [])
-    params = step.floats.get("post_op_params", [])
-    pairs = list(zip(post_ops[::2], post_ops[1::2]))
+    post_ops = step.post_ops()
     scale = 1.0
-    if pairs and pairs[0] == (PostOpKind.ELTWISE, EltwiseAlg.LINEAR) and params[1] == 0.0:
-        scale, pairs = params[0], pairs[1:]
-    if pairs == [(PostOpKind.BINARY, BinaryAlg.ADD)] and mask is None and len(step.inputs) == 4:
+    if post_ops and post_ops[0][:2] == (PostOpKind.ELTWISE, EltwiseAlg.LINEAR) and post_ops[0].beta == 0.0:
+        scale, post_ops = post_ops[0].alpha, post_ops[1:]
+    if [op[:2] for op in post_ops] == [(PostOpKind.BINARY, BinaryAlg.ADD)] and mask is None and len(step.inputs) == 4:
         if factor != 1.0:
             return None  # scaled after the mask add
-        mask, pairs = step.inputs[3], []
+        mask, post_ops = step.inputs[3], []
         if not _mask_broadcasts(graph, mask, graph.values[value].dims, graph.values[value].dims):
             return None
-    if pairs or not _plain_matmul(step, allow_post_ops=True) or not math.isfinite(scale):
+    if post_ops or not _plain_matmul(step, allow_post_ops=True) or not math.isfinite(scale):
         return None
     return _Scores(step, scale * factor, mask)
 

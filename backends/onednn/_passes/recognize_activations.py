@@ -16,8 +16,7 @@ before.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable
 
 import torch
 
@@ -26,7 +25,6 @@ from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, Ste
 from ..serialization.shapes import same_dims
 
 Function = Callable[[torch.Tensor], torch.Tensor]
-T = TypeVar("T")
 
 # float64, so that the float32 constants of the steps are the only difference from the activation.
 PROBES = torch.cat([torch.linspace(-8.0, 8.0, 161, dtype=torch.float64), torch.tensor([-0.01, 0.003, 0.25])])
@@ -118,8 +116,7 @@ def _single_roots(graph: Graph) -> dict[int, int]:
 def _evaluable(step: Step) -> bool:
     if len(step.outputs) != 1 or len(step.inputs) != (1 if step.kind == StepKind.ELTWISE else 2):
         return False
-    post_ops = step.ints.get("post_ops", [])
-    if any(kind != PostOpKind.ELTWISE or EltwiseAlg(alg) not in ELTWISE for kind, alg in _pairs(post_ops)):
+    if any(op.kind != PostOpKind.ELTWISE or EltwiseAlg(op.alg) not in ELTWISE for op in step.post_ops()):
         return False
     if step.kind == StepKind.ELTWISE:
         return EltwiseAlg(step.ints["alg"][0]) in ELTWISE
@@ -161,9 +158,8 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
             result = ELTWISE[alg](operands[0], alpha, beta)
         else:
             result = BINARY[BinaryAlg(step.ints["alg"][0])](*operands)
-        params = _pairs(step.floats.get("post_op_params", []))
-        for (_, post_alg), (post_alpha, post_beta) in zip(_pairs(step.ints.get("post_ops", [])), params):
-            result = ELTWISE[EltwiseAlg(post_alg)](result, post_alpha, post_beta)
+        for op in step.post_ops():
+            result = ELTWISE[EltwiseAlg(op.alg)](result, op.alpha, op.beta)
         computed[step.outputs[0]] = result
     result = computed[graph.steps[chain[-1]].outputs[0]]
     tolerance = TOLERANCE[graph.values[root].dtype]
@@ -173,7 +169,3 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
             return activation
     return None
 
-
-def _pairs(flat: Sequence[T]) -> list[tuple[T, T]]:
-    """[a0, b0, a1, b1, ...] -> [(a0, b0), (a1, b1), ...]: post-ops and their parameters."""
-    return list(zip(flat[0::2], flat[1::2]))

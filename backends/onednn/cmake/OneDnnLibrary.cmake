@@ -3,8 +3,9 @@
 # symbols hidden. Built once per machine and settings, at configure time, into a cache that every later
 # build (pip install, the tests, CI) reuses:
 #   ${ONEDNN_CACHE_DIR}/onednn-<version>-<key>/   the installed library, <key> hashing the settings below
-# The source, in this order: ONEDNN_SOURCE (the release archive, hash-checked, or an unpacked tree),
-# the archive in ../shared/third_party/ beside the repository, or a git fetch of the pinned commit.
+# The source, in this order: ONEDNN_SOURCE (a CMake or environment variable: the release archive,
+# hash-checked, or an unpacked tree), the archive in ../shared/third_party/ beside the repository, or a
+# git fetch of the pinned commit.
 # The release is patched first (_onednn_patches). Setting dnnl_DIR to another oneDNN >= 3.13 built with
 # ONEDNN_CPU_RUNTIME=THREADPOOL skips all this (and the patch).
 # Defines the imported target DNNL::dnnl.
@@ -16,8 +17,10 @@ set(_onednn_git_commit 5f93c2194d41d36dc55eb736ce00899b8946e7a3) # tag v3.13.1
 set(_onednn_archive_name "oneDNN-v${EXECUTORCH_ONEDNN_DNNL_VERSION}.tar.xz")
 set(_onednn_archive_sha256 1d71dc4461cdb32159483b02030d6582cc901f49ee7f560d105d532cf97ee753)
 
+# The environment's ONEDNN_SOURCE is the default, so a checkout anywhere can name the archive for every
+# build the scripts start (pip's wheel build included) without passing CMake arguments through them.
 set(ONEDNN_SOURCE
-    ""
+    "$ENV{ONEDNN_SOURCE}"
     CACHE PATH "oneDNN ${EXECUTORCH_ONEDNN_DNNL_VERSION} source: its release archive or an unpacked tree"
 )
 if(DEFINED ENV{EXECUTORCH_ONEDNN_CACHE})
@@ -121,7 +124,11 @@ function(_onednn_source_tree work out_var)
     set(${out_var} "${work}/unpacked/oneDNN-${EXECUTORCH_ONEDNN_DNNL_VERSION}" PARENT_SCOPE)
     return()
   endif()
-  message(STATUS "oneDNN: fetching ${_onednn_git_repository} at ${_onednn_git_commit}")
+  message(
+    STATUS
+      "oneDNN: no ONEDNN_SOURCE and no ${shared}; fetching ${_onednn_git_repository} at ${_onednn_git_commit} "
+      "(without network access, set ONEDNN_SOURCE to the release archive ${_onednn_archive_name})"
+  )
   include(FetchContent)
   FetchContent_Populate(
     onednn_source QUIET

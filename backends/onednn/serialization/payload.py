@@ -7,7 +7,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import sympy
 import torch
@@ -24,6 +24,7 @@ from .schema import (
     VERSION,
     DType,
     Layout,
+    PostOpKind,
     StepKind,
 )
 from .shapes import ShapeError, SymDim, at_point, decode, encode, gives_size_one_to_one
@@ -52,6 +53,16 @@ class Value:
         return math.prod(self.dims)
 
 
+class PostOp(NamedTuple):
+    """One operation fused after a step's own (FORMAT.md, post-ops): `alg` is an EltwiseAlg or a
+    BinaryAlg by `kind`; alpha and beta parametrize an eltwise (0 for a binary)."""
+
+    kind: PostOpKind
+    alg: int
+    alpha: float
+    beta: float
+
+
 @dataclass
 class Step:
     kind: StepKind
@@ -62,6 +73,18 @@ class Step:
     # The debug handles of the FX nodes this step computes (ahead of time only, not serialized):
     # preprocess() maps each step's profiling event to them for the devtools Inspector.
     sources: frozenset[int] = field(default_factory=frozenset, compare=False)
+
+    def post_ops(self) -> list[PostOp]:
+        """The post-ops in order, read from the flat pairs ints["post_ops"] (kind, alg) and
+        floats["post_op_params"] (alpha, beta)."""
+        kinds_and_algs = self.ints.get("post_ops", [])
+        params = self.floats.get("post_op_params", [])
+        if len(kinds_and_algs) % 2 or len(params) != len(kinds_and_algs):
+            raise PayloadError(f"{self.kind.name}: {len(kinds_and_algs)} post-op ints, {len(params)} params")
+        return [
+            PostOp(PostOpKind(kinds_and_algs[2 * i]), kinds_and_algs[2 * i + 1], params[2 * i], params[2 * i + 1])
+            for i in range(len(kinds_and_algs) // 2)
+        ]
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 import torch
 from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner, effective_isa
 from executorch.backends.onednn.cli.zoo import MODELS
-from executorch.backends.onednn.serialization.schema import DType, StepKind
+from executorch.backends.onednn.serialization.schema import DType, PostOpKind, StepKind
 from test_ops import CASES, OpCase
 from tester import classify, execute, flatten_outputs, lower, mismatch
 from torch import nn
@@ -163,7 +163,9 @@ class ResidualBlocks(nn.Module):
 def test_residual_stream_stays_fp32() -> None:
     model, inputs = ResidualBlocks().eval(), (torch.randn(1, 8, 32),)
     graph = lower(model, inputs, OneDnnPartitioner(precision="bf16")).payloads()[0]
-    residual = [s for s in graph.steps if s.kind == StepKind.MATMUL and 1 in s.ints.get("post_ops", [])[::2]]
+    residual = [
+        s for s in graph.steps if s.kind == StepKind.MATMUL and any(op.kind == PostOpKind.BINARY for op in s.post_ops())
+    ]
     assert len(residual) == 2, [(s.kind.name, s.ints.get("post_ops")) for s in graph.steps]
     for step in residual:
         assert step.ints.get("compute_bf16") == [1]

@@ -73,8 +73,8 @@ def test_rewrite_quantizes_each_activation_once_and_fuses_scale_bias_and_activat
         assert matmul.inputs[0] == quantized and matmul.outputs == [out]
         assert graph.values[matmul.inputs[1]].dtype == DType.S8 and len(matmul.floats["weight_scales"]) == n
         assert matmul.inputs[3] == scales  # the row scales, then the bias: the first two post-ops
-        pairs = list(zip(matmul.ints["post_ops"][::2], matmul.ints["post_ops"][1::2]))
-        assert pairs[:2] == [(PostOpKind.BINARY, BinaryAlg.MUL), (PostOpKind.BINARY, BinaryAlg.ADD)]
+        post_ops = [op[:2] for op in matmul.post_ops()]
+        assert post_ops[:2] == [(PostOpKind.BINARY, BinaryAlg.MUL), (PostOpKind.BINARY, BinaryAlg.ADD)]
     assert len(first.ints["post_ops"]) == 6  # relu after them
 
 

@@ -34,5 +34,5 @@ def test_gated_mlp_is_three_matmuls_with_the_gate_multiply_fused(activation: str
     steps = outcome.lowered.steps()
     kinds = [step.kind for step in steps if step.kind != StepKind.RESHAPE]
     assert kinds == [StepKind.MATMUL] * 3, kinds
-    post_ops = [list(zip(s.ints.get("post_ops", [])[::2], s.ints.get("post_ops", [])[1::2])) for s in steps]
+    post_ops = [[op[:2] for op in s.post_ops()] for s in steps]
     assert any((PostOpKind.BINARY, BinaryAlg.MUL) in ops for ops in post_ops), post_ops

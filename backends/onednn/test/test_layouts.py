@@ -24,7 +24,7 @@ import torch
 from executorch.backends.onednn import OneDnnBackend, onednn_preprocess
 from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batch_norm, run_passes
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
-from executorch.backends.onednn.serialization.payload import Graph, deserialize
+from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize
 from executorch.backends.onednn.serialization.schema import BinaryAlg, EltwiseAlg, PostOpKind, StepKind
 from executorch.exir.lowered_backend_module import LoweredBackendModule
 from test_ops import Fn
@@ -181,12 +181,9 @@ def preprocessed_with(lowered: Lowered, stage: str, replacement: Callable[..., G
 ALG_NAMES: dict[StepKind, type[IntEnum]] = {StepKind.BINARY: BinaryAlg, StepKind.ELTWISE: EltwiseAlg}
 
 
-def post_op_names(ints: list[int]) -> list[str]:
-    names = []
-    for kind, alg in zip(ints[::2], ints[1::2]):
-        enum = EltwiseAlg if kind == PostOpKind.ELTWISE else BinaryAlg
-        names.append(enum(alg).name.lower())
-    return names
+def post_op_names(step: Step) -> list[str]:
+    enums = {PostOpKind.ELTWISE: EltwiseAlg, PostOpKind.BINARY: BinaryAlg}
+    return [enums[op.kind](op.alg).name.lower() for op in step.post_ops()]
 
 
 def step_list(graph: Graph) -> list[str]:
@@ -196,7 +193,7 @@ def step_list(graph: Graph) -> list[str]:
         name = step.kind.name.lower()
         if step.kind in ALG_NAMES:
             name += ":" + ALG_NAMES[step.kind](step.ints["alg"][0]).name.lower()
-        post_ops = post_op_names(step.ints.get("post_ops", []))
+        post_ops = post_op_names(step)
         steps.append(name + (f"[{','.join(post_ops)}]" if post_ops else ""))
     return steps
 
