@@ -38,7 +38,7 @@ def load_runtime() -> ctypes.CDLL:
     try:
         library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     except OSError as error:  # e.g. libexecutorch.so not where the RPATH says, or a broken file
-        raise ImportError(f"cannot load {path}: {error}; see backends/onednn/README.md, Known issues") from error
+        raise ImportError(f"cannot load {path}: {error}; see backends/onednn/setup.md") from error
     if not Runtime.get().backend_registry.is_available(BACKEND_NAME):
         raise ImportError(
             f"{path} loaded but {BACKEND_NAME} is not in the registry of executorch.runtime: the library was "
