@@ -1,20 +1,36 @@
 // onednn_runner: loads a .pte (with its .ptd when one lies beside it), runs a method on inputs of the
 // shapes it declares (deterministic values), and prints each output's shape and first values and the
 // latency. Links the oneDNN delegate and ExecuTorch's optimized kernels, as an application would.
+// --save-outputs writes the float outputs' values, in order, as raw little-endian float32 (to check a
+// program on a machine without Python packages against values computed elsewhere).
 //
-//   onednn_runner model.pte [--method forward] [--runs 10] [--warmup 2] [--threads N]
+//   onednn_runner model.pte [--method forward] [--runs 10] [--warmup 2] [--threads N] [--save-outputs F]
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/backend/options.h>
+
+// ExecuTorch's threadpool (XNNPACK's and the optimized kernels' threads): the wheel ships its library but
+// not threadpool.h, so the two members the runner calls are declared here as that library defines them.
+namespace executorch::extension::threadpool {
+class ThreadPool {
+ public:
+  size_t get_thread_count() const;
+  bool _unsafe_reset_threadpool(uint32_t num_threads);
+};
+ThreadPool* get_threadpool();
+} // namespace executorch::extension::threadpool
 
 namespace {
 
@@ -29,6 +45,7 @@ struct Options {
   int runs = 10;
   int warmup = 2;
   int threads = 0;
+  std::string save_outputs;
 };
 
 bool parse(int argc, char** argv, Options& options) {
@@ -43,6 +60,8 @@ bool parse(int argc, char** argv, Options& options) {
       options.warmup = std::atoi(argv[++i]);
     } else if (arg == "--threads" && has_value) {
       options.threads = std::atoi(argv[++i]);
+    } else if (arg == "--save-outputs" && has_value) {
+      options.save_outputs = argv[++i];
     } else if (!arg.empty() && arg[0] != '-' && options.pte.empty()) {
       options.pte = arg;
     } else {
@@ -69,12 +88,37 @@ executorch::extension::TensorPtr make_input(const executorch::runtime::TensorInf
   return executorch::extension::zeros(std::move(sizes), info.scalar_type());
 }
 
+// The delegate library's own description of itself, looked up by name: an older build lacks some of
+// these functions, and the runner still runs with it.
+const char* describe(const char* function) {
+  using Describe = const char* (*)();
+  const auto found = reinterpret_cast<Describe>(dlsym(RTLD_DEFAULT, function));
+  return found != nullptr ? found() : "unknown";
+}
+
+bool save_float_outputs(const std::vector<EValue>& outputs, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return false;
+  }
+  bool written = true;
+  for (const EValue& value : outputs) {
+    if (value.isTensor() && value.toTensor().scalar_type() == ScalarType::Float) {
+      const auto& tensor = value.toTensor();
+      const size_t count = static_cast<size_t>(tensor.numel());
+      written = written && std::fwrite(tensor.const_data_ptr<float>(), sizeof(float), count, file) == count;
+    }
+  }
+  return std::fclose(file) == 0 && written;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
-    std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--runs N] [--warmup N] [--threads N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--runs N] [--warmup N] [--threads N] [--save-outputs F]\n",
+                 argv[0]);
     return 2;
   }
   if (options.threads > 0) {
@@ -82,6 +126,12 @@ int main(int argc, char** argv) {
     threads.set_option("num_threads", options.threads);
     if (executorch::runtime::set_option("OneDnnBackend", threads.view()) != Error::Ok) {
       std::fprintf(stderr, "OneDnnBackend is not registered, or refused %d threads\n", options.threads);
+      return 1;
+    }
+    auto* pool = executorch::extension::threadpool::get_threadpool();
+    if (pool != nullptr && pool->get_thread_count() != static_cast<size_t>(options.threads) &&
+        !pool->_unsafe_reset_threadpool(static_cast<uint32_t>(options.threads))) {
+      std::fprintf(stderr, "ExecuTorch's threadpool refused %d threads\n", options.threads);
       return 1;
     }
   }
@@ -143,6 +193,11 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
+  if (!options.save_outputs.empty() && !save_float_outputs(outputs, options.save_outputs)) {
+    std::fprintf(stderr, "cannot write %s\n", options.save_outputs.c_str());
+    return 1;
+  }
+  std::printf("oneDNN %s, %s\n", describe("onednn_backend_onednn_version"), describe("onednn_backend_effective_isa"));
   std::sort(times.begin(), times.end());
   std::printf("%d runs: median %.3f ms, min %.3f ms\n", options.runs, times[times.size() / 2], times.front());
   return 0;

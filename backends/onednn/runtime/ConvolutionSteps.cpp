@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ConvolutionGuard.h"
 #include "CpuIsa.h"
 #include "InitError.h"
 #include "RowKernels.h"
@@ -80,38 +81,6 @@ BufferId dequantized_weights(
     return graph.input_view(value, view, wanted);
   }
   return graph.scaled_constant(value, view, wanted, scales.args.front().buffer, mask);
-}
-
-// Some of oneDNN's bf16 convolution kernels multiply inputs outside an output's window by zero
-// weights, so an infinity there becomes a NaN where eager PyTorch computes a finite value or an
-// infinity. They are the ones that pair the reduction's values across the kernel's taps instead of
-// across input channels: the AMX kernel for few input channels ("jit:avx512_core_amx", 3.2), the
-// AVX512-BF16 kernels when the input channels are odd (their weights padded to pairs: 3.2 and 3.13.1),
-// and 3.13.1's brgemm kernel for one input channel (weights "Adcb16a": no block over the channels,
-// kernels of 3x3 and more). Those are fast for first layers (the AMX one 3-14x the next kernel), so
-// they stay the kernel for finite inputs and are guarded (checked over every oneDNN kernel for 1-7
-// input channels, kernel sizes 1-7, strides 1-2; f32 kernels, and the deconvolutions tried, keep NaN
-// and infinities).
-bool spreads_non_finite(const dnnl::primitive_desc_base& pd, int input_channel_axis) {
-  const DataType src = pd.src_desc(0).get_data_type();
-  if (src != DataType::bf16 && src != DataType::f16) {
-    return false;
-  }
-  const memory::desc weights = pd.weights_desc(0);
-  const std::string implementation = pd.impl_info_str();
-  if (implementation == "jit:avx512_core_amx" ||
-      weights.get_padded_dims()[input_channel_axis] != weights.get_dims()[input_channel_axis]) {
-    return true;
-  }
-  const memory::dims blocked_axes = weights.get_inner_idxs();
-  const memory::dims dims = weights.get_dims();
-  int64_t taps = 1;
-  for (size_t axis = input_channel_axis + 1; axis < dims.size(); ++axis) {
-    taps *= dims[axis];
-  }
-  const bool channels_unblocked = !blocked_axes.empty() &&
-      std::find(blocked_axes.begin(), blocked_axes.end(), input_channel_axis) == blocked_axes.end();
-  return implementation.rfind("brg", 0) == 0 && channels_unblocked && taps > 1;
 }
 
 struct ConvolutionShape {

@@ -15,6 +15,8 @@ import torch
 from executorch.backends.onednn.cli import main
 from executorch.backends.onednn.cli.zoo import MODELS
 
+from examples.onednn.device_check import _runner_inputs
+
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "cmake-test"  # configured and built by scripts/run_tests.sh before pytest
 
@@ -66,5 +68,12 @@ def test_the_setup_md_application_builds_against_the_installed_package_and_runs(
     assert f"output 0 has {model(x).numel()} values" in printed, printed
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
-    timing = _run(prefix / "bin" / "onednn_runner", pte, "--runs", "3", "--threads", "2")
+    saved = tmp_path / "outputs.f32"
+    timing = _run(prefix / "bin" / "onednn_runner", pte, "--runs", "3", "--threads", "2", "--save-outputs", saved)
     assert re.search(r"3 runs: median [0-9.]+ ms", timing), timing
+    assert re.search(r"^oneDNN 3\.13\.1 \(.*threadpool\), \w+$", timing, flags=re.MULTILINE), timing
+    # The runner's inputs are the ones examples/onednn/device_check.py rebuilds to check its outputs elsewhere.
+    with torch.no_grad():
+        want_all = model(*_runner_inputs((x,))).flatten()
+    assert saved.stat().st_size == 4 * want_all.numel()
+    torch.testing.assert_close(torch.from_file(str(saved), size=want_all.numel()), want_all, rtol=1e-4, atol=1e-5)
