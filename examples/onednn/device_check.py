@@ -196,12 +196,19 @@ def _check(bundle: Path, entry: dict[str, Any], outputs: Path) -> dict[str, Any]
     return {"error_vs_local": local, "error_vs_eager": eager, "outputs_ok": ok}
 
 
-def _run_tests(bundle: Path) -> dict[str, Any]:
+def _run_tests(bundle: Path, tests_override: str | None, out: Path) -> dict[str, Any]:
     tests = sorted((bundle / "tests").iterdir())
+    if tests_override:  # a test executable newer than the bundle's (xz-compressed or not)
+        tests = [bundle / "tests" / Path(tests_override).name.removesuffix(".xz")]
+        opener = lzma.open if tests_override.endswith(".xz") else open
+        with opener(tests_override, "rb") as source, open(tests[0], "wb") as target:
+            shutil.copyfileobj(source, target)
+        tests[0].chmod(0o755)
     if not tests:
         return {"tests": "none bundled"}
     env = dict(os.environ, LD_LIBRARY_PATH=str(bundle / "lib"))
     result = subprocess.run([str(tests[0]), "--gtest_brief=1"], env=env, capture_output=True, text=True, timeout=300)
+    (out / "tests.log").write_text(result.stdout + result.stderr)
     failed = [line for line in result.stdout.splitlines() if line.startswith("[  FAILED  ]")]
     summary = [line for line in result.stdout.splitlines() if line.startswith(("[==========]", "[  PASSED  ]"))]
     return {"tests_exit_code": result.returncode, "tests_summary": summary, "tests_failed": failed}
@@ -220,7 +227,7 @@ def run(args: argparse.Namespace) -> None:
     report: dict[str, Any] = {
         "cpu": _cpu_name(), "cores": os.cpu_count(), "packed_on": manifest["packed_on"],
         "isa_flags": sorted(flags & {"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8"}),
-        **_run_tests(bundle), "results": [],
+        **_run_tests(bundle, args.tests, out), "results": [],
     }  # fmt: skip
     print(json.dumps({k: v for k, v in report.items() if k != "results"}, indent=1), flush=True)
     has_baseline = any((bundle / "baseline").iterdir())
@@ -289,6 +296,7 @@ def main() -> None:
     running.add_argument("--bundle", required=True)
     running.add_argument("--out", required=True)
     running.add_argument("--work", default="/tmp/device_check")
+    running.add_argument("--tests", help="a C++ test executable (or its .xz) to run instead of the bundled one")
     running.add_argument("--threads", default="2,all")
     running.add_argument("--rounds", type=int, default=2)
     running.add_argument("--runs", type=int, default=20)
