@@ -38,6 +38,13 @@ class Layout(IntEnum):
     PLAIN = 1  # PyTorch's contiguous row-major order
 
 
+class AttributeType(IntEnum):
+    """The element type of a step attribute's list."""
+
+    I64_LIST = 0
+    F64_LIST = 1
+
+
 TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
     torch.float32: DType.F32,
     torch.bfloat16: DType.BF16,
@@ -67,13 +74,6 @@ MAX_SYMBOLS = 16
 MAX_SHAPE_CODE = 256
 MAX_SYMBOL_VALUE = 0x7FFFFFFF  # init() refuses a dynamic size whose range reaches past this
 MAX_SOLVED_RANGE = 1 << 16  # a size is solved for from an expression over a shorter range only
-
-
-class AttributeType(IntEnum):
-    """The element type of a step attribute's list."""
-
-    I64_LIST = 0
-    F64_LIST = 1
 
 
 class StepKind(IntEnum):
