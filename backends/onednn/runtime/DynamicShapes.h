@@ -29,10 +29,6 @@ bool solve_for_symbol(
     size_t num_symbols,
     int64_t& result);
 
-// Ranges longer than this are solved for only from the size itself (checking that an expression
-// gives each size from one value alone walks the range).
-inline constexpr int64_t kMaxSolvedRange = int64_t{1} << 16;
-
 // Whether `code` (of symbol `symbol` only) gives a different, larger value for every larger value of
 // the symbol in its range, so that solve_for_symbol finds the one value that gives an input's dim
 // (8 * ((s + 1) // 2) gives 8 for both s = 1 and s = 2: another input dim must give s).

@@ -63,14 +63,14 @@ void add_exact_on_host(
 } // namespace
 
 namespace {
-// ROUND..LOG1P: on the host, in f32 (a bf16 value is converted around the loop).
-void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, EltwiseAlg alg) {
+// An eltwise oneDNN lacks (kEltwiseImplementations): on the host, in f32 (a bf16 value is converted
+// around the loop).
+void build_host_eltwise(const StepRecord& step, GraphBuilder& graph, HostLoop::Unary unary) {
   const uint32_t src = step.inputs[0];
   const memory::desc plain_f32 = plain_desc(graph.dims(src), DataType::f32);
   HostLoop loop;
   loop.kind = HostLoop::Kind::Unary;
-  loop.unary = static_cast<HostLoop::Unary>(
-      static_cast<int64_t>(alg) - static_cast<int64_t>(EltwiseAlg::Round));
+  loop.unary = unary;
   const BufferId source = graph.input(src, plain_f32);
   graph.add_host_loop(loop, graph.define(step.outputs[0], plain_f32), source);
 }
@@ -101,13 +101,12 @@ void build_host_clamp(const StepRecord& step, GraphBuilder& graph, float lower, 
 void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   require_same_dims(graph.dims(src), graph.dims(step.outputs[0]), "src and dst dims");
-  const int64_t code = step.int_scalar("alg");
-  if (code >= static_cast<int64_t>(EltwiseAlg::Round) && code <= static_cast<int64_t>(EltwiseAlg::Log1p)) {
-    build_host_eltwise(step, graph, static_cast<EltwiseAlg>(code));
+  const EltwiseImplementation& eltwise = lookup_code(kEltwiseImplementations, step.int_scalar("alg"), "eltwise alg");
+  if (eltwise.on_host) {
+    build_host_eltwise(step, graph, eltwise.host);
     return;
   }
-  const algorithm alg =
-      lookup_algorithm(kEltwiseAlgorithms, step.int_scalar("alg"), "eltwise alg");
+  const algorithm alg = eltwise.onednn;
   const auto alpha = static_cast<float>(step.float_scalar("alpha"));
   const auto beta = static_cast<float>(step.float_scalar("beta"));
   if (alg == algorithm::eltwise_relu && alpha == 0.0f) {
@@ -159,7 +158,7 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
       "src1 %s does not broadcast to dst %s",
       dims_string(graph.dims(src1)).c_str(),
       dims_string(dst).c_str());
-  const algorithm alg = lookup_algorithm(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
+  const algorithm alg = lookup_code(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
   const memory::desc layout = graph.desc_as(src0, graph.compute_type(step.outputs[0]));
   // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
   const memory::desc src1_desc =
@@ -185,7 +184,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const memory::dims dst = graph.dims(step.outputs[0]);
   const size_t spatial = spatial_rank(graph.dims(src));
   const algorithm alg =
-      lookup_algorithm(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
+      lookup_code(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const memory::dims strides = spatial_attr(step, "strides", spatial, 1);
@@ -271,7 +270,7 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
       dims_string(dst).c_str(),
       dims_string(src_dims).c_str());
   const algorithm alg =
-      lookup_algorithm(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
+      lookup_code(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::reduction::primitive_desc pd(
@@ -466,7 +465,7 @@ void build_resampling(const StepRecord& step, GraphBuilder& graph) {
       dims_string(dst).c_str(),
       dims_string(src_dims).c_str());
   const algorithm alg =
-      lookup_algorithm(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
+      lookup_code(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::resampling_forward::primitive_desc pd(

@@ -43,7 +43,7 @@ struct HostLoop {
     WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
                     // the first more source when given
   };
-  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // EltwiseAlg order
+  enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
   float value = 0.0f;
   bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)

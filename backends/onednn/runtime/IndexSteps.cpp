@@ -1,6 +1,7 @@
 // ARG_REDUCTION, GATHER, HOST_ELEMENTWISE, INDEX_PUT: the steps that read or write S64 and BOOL values. They
 // run on the host (IndexKernels.h) over plain bytes; floating-point data is taken in f32 (bf16 is
 // converted around them, exactly: these steps compare, pick and copy values).
+#include "Algorithms.h"
 #include "InitError.h"
 #include "StepBuilders.h"
 
@@ -10,6 +11,35 @@ namespace {
 DType dtype_of(GraphBuilder& graph, uint32_t id) {
   return static_cast<DType>(graph.value(id).dtype);
 }
+
+// What a HOST_ELEMENTWISE alg takes and writes (FORMAT.md): dtypes are checked by this, per code.
+enum class HostOperands : uint8_t {
+  Divide, // two operands of one kind (F32/BF16 or S64), dst of that kind
+  Compare, // two operands of one kind (F32/BF16 or S64), dst BOOL
+  Where, // a BOOL condition, then two operands of one kind, dst of that kind
+  Logical, // two BOOL operands, dst BOOL
+  Extremum, // two F32/BF16 operands, dst of that kind
+};
+
+constexpr CodeRow<HostElementwiseAlg, HostOperands> kHostElementwiseOperands[] = {
+    {HostElementwiseAlg::FloorDivide, HostOperands::Divide},
+    {HostElementwiseAlg::TruncDivide, HostOperands::Divide},
+    {HostElementwiseAlg::Eq, HostOperands::Compare},
+    {HostElementwiseAlg::Ne, HostOperands::Compare},
+    {HostElementwiseAlg::Lt, HostOperands::Compare},
+    {HostElementwiseAlg::Le, HostOperands::Compare},
+    {HostElementwiseAlg::Gt, HostOperands::Compare},
+    {HostElementwiseAlg::Ge, HostOperands::Compare},
+    {HostElementwiseAlg::Where, HostOperands::Where},
+    {HostElementwiseAlg::LogicalAnd, HostOperands::Logical},
+    {HostElementwiseAlg::LogicalOr, HostOperands::Logical},
+    {HostElementwiseAlg::LogicalXor, HostOperands::Logical},
+    {HostElementwiseAlg::Maximum, HostOperands::Extremum},
+    {HostElementwiseAlg::Minimum, HostOperands::Extremum},
+};
+static_assert(
+    covers_codes(kHostElementwiseOperands, 0, kNumHostElementwiseAlgs),
+    "one row per HostElementwiseAlg");
 
 bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16;
@@ -113,15 +143,13 @@ void build_gather(const StepRecord& step, GraphBuilder& graph) {
 }
 
 void build_host_elementwise(const StepRecord& step, GraphBuilder& graph) {
-  const auto alg = static_cast<HostElementwiseAlg>(step.int_scalar("alg"));
-  ODNN_CHECK(
-      static_cast<int64_t>(alg) >= 0 && static_cast<int64_t>(alg) < kNumHostElementwiseAlgs,
-      "unknown host elementwise alg %lld",
-      static_cast<long long>(alg));
-  const bool where = alg == HostElementwiseAlg::Where;
-  const bool divide = alg == HostElementwiseAlg::FloorDivide || alg == HostElementwiseAlg::TruncDivide;
-  const bool logical = alg >= HostElementwiseAlg::LogicalAnd && alg <= HostElementwiseAlg::LogicalXor;
-  const bool extremum = alg == HostElementwiseAlg::Maximum || alg == HostElementwiseAlg::Minimum;
+  const int64_t code = step.int_scalar("alg");
+  const HostOperands operand_kind = lookup_code(kHostElementwiseOperands, code, "host elementwise alg");
+  const auto alg = static_cast<HostElementwiseAlg>(code);
+  const bool where = operand_kind == HostOperands::Where;
+  const bool divide = operand_kind == HostOperands::Divide;
+  const bool logical = operand_kind == HostOperands::Logical;
+  const bool extremum = operand_kind == HostOperands::Extremum;
   const size_t operands = where ? 3 : 2;
   ODNN_CHECK(step.inputs.size() == operands && step.has_input(operands - 1), "expects %zu operands", operands);
   const uint32_t dst = step.outputs[0];

@@ -159,8 +159,7 @@ AttributeRecord read_attribute(ByteReader& reader) {
   AttributeRecord attribute;
   attribute.name = reader.str("attribute name");
   const uint8_t type = reader.u8("attribute type");
-  ODNN_CHECK(
-      type <= 1, "attribute '%s': unknown type %u", attribute.name.c_str(), type);
+  ODNN_CHECK(type < kNumAttributeTypes, "attribute '%s': unknown type %u", attribute.name.c_str(), type);
   attribute.type = static_cast<AttributeType>(type);
   const uint32_t count = reader.u32("attribute count");
   ODNN_CHECK(

@@ -1,9 +1,13 @@
-// Numeric codes of the OneDnnBackend payload. Mirrors serialization/FORMAT.md and
-// serialization/schema.py; the three must agree.
+// Numeric codes and limits of the OneDnnBackend payload, repeated from serialization/schema.py (their
+// one definition) for the runtime: test/test_schema_parity.py fails when the two differ. Each
+// enumeration's kNum... is one past its largest code, which tables keyed by the code (CodeTable.h) check
+// against at compile time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "CodeTable.h"
 
 namespace executorch::backends::onednn {
 
@@ -46,8 +50,12 @@ inline constexpr int64_t kNumShapeOps = 8;
 inline constexpr uint32_t kMaxSymbols = 16;
 inline constexpr uint32_t kMaxShapeCode = 256; // i64 entries per expression
 inline constexpr int64_t kMaxSymbolValue = 0x7FFFFFFF;
+// Ranges longer than this are solved for only from the size itself (checking that an expression
+// gives each size from one value alone walks the range).
+inline constexpr int64_t kMaxSolvedRange = int64_t{1} << 16;
 
 enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };
+inline constexpr uint8_t kNumAttributeTypes = 2;
 
 enum class StepKind : uint32_t {
   Convolution = 1,
@@ -101,12 +109,19 @@ enum class EltwiseAlg : int64_t {
   Trunc = 20,
   Log1p = 21,
 };
+inline constexpr int64_t kNumEltwiseAlgs = 22;
 enum class BinaryAlg : int64_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Max = 4, Min = 5 };
+inline constexpr int64_t kNumBinaryAlgs = 6;
 enum class PoolingAlg : int64_t { Max = 0, AvgIncludePadding = 1, AvgExcludePadding = 2 };
+inline constexpr int64_t kNumPoolingAlgs = 3;
 enum class ReductionAlg : int64_t { Mean = 0, Sum = 1, Max = 2, Min = 3 };
+inline constexpr int64_t kNumReductionAlgs = 4;
 enum class ResamplingAlg : int64_t { Nearest = 0, Linear = 1 };
+inline constexpr int64_t kNumResamplingAlgs = 2;
 enum class PostOpKind : int64_t { Eltwise = 0, Binary = 1 };
+inline constexpr int64_t kNumPostOpKinds = 2;
 enum class ArgReductionAlg : int64_t { Max = 0, Min = 1 };
+inline constexpr int64_t kNumArgReductionAlgs = 2;
 // Elementwise work on the host, with numpy broadcasting: the divisions with a rounding mode (F32 or
 // S64), comparisons (F32 or S64 operands, a BOOL result), WHERE (BOOL condition, then two operands)
 // the logical operations (BOOL operands and result), and maximum and minimum (F32: a NaN in either
@@ -188,8 +203,19 @@ inline const StepSignature& step_signature(StepKind kind) {
 }
 
 inline const char* dtype_name(uint8_t code) {
-  static constexpr const char* kNames[kNumDTypes] = {"F32", "BF16", "F16", "S32", "S8", "U8", "S64", "BOOL"};
-  return code < kNumDTypes ? kNames[code] : "UNKNOWN";
+  static constexpr CodeRow<DType, const char*> kNames[] = {
+      {DType::F32, "F32"},
+      {DType::BF16, "BF16"},
+      {DType::F16, "F16"},
+      {DType::S32, "S32"},
+      {DType::S8, "S8"},
+      {DType::U8, "U8"},
+      {DType::S64, "S64"},
+      {DType::Bool, "BOOL"},
+  };
+  static_assert(covers_codes(kNames, 0, kNumDTypes), "dtype_name needs one row per DType");
+  const char* const* name = find_code(kNames, code);
+  return name != nullptr ? *name : "UNKNOWN";
 }
 
 } // namespace executorch::backends::onednn

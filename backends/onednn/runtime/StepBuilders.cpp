@@ -13,38 +13,37 @@ namespace {
 
 using StepBuilderFn = void (*)(const StepRecord&, GraphBuilder&);
 
-// Indexed by StepKind code (0 is unused).
-constexpr StepBuilderFn kStepBuilders[kNumStepKinds] = {
-    nullptr,
-    build_convolution,
-    build_deconvolution,
-    build_matmul,
-    build_eltwise,
-    build_binary,
-    build_pooling,
-    build_reduction,
-    build_batch_norm,
-    build_layer_norm,
-    build_softmax,
-    build_reorder,
-    build_reshape,
-    build_concat,
-    build_resampling,
-    build_pad,
-    build_quantize_rows,
-    build_attention,
-    build_rms_norm,
-    build_adaptive_pooling,
-    build_arg_reduction,
-    build_gather,
-    build_host_elementwise,
-    build_index_put,
+constexpr CodeRow<StepKind, StepBuilderFn> kStepBuilders[] = {
+    {StepKind::Convolution, build_convolution},
+    {StepKind::Deconvolution, build_deconvolution},
+    {StepKind::Matmul, build_matmul},
+    {StepKind::Eltwise, build_eltwise},
+    {StepKind::Binary, build_binary},
+    {StepKind::Pooling, build_pooling},
+    {StepKind::Reduction, build_reduction},
+    {StepKind::BatchNorm, build_batch_norm},
+    {StepKind::LayerNorm, build_layer_norm},
+    {StepKind::Softmax, build_softmax},
+    {StepKind::Reorder, build_reorder},
+    {StepKind::Reshape, build_reshape},
+    {StepKind::Concat, build_concat},
+    {StepKind::Resampling, build_resampling},
+    {StepKind::Pad, build_pad},
+    {StepKind::QuantizeRows, build_quantize_rows},
+    {StepKind::Attention, build_attention},
+    {StepKind::RmsNorm, build_rms_norm},
+    {StepKind::AdaptivePooling, build_adaptive_pooling},
+    {StepKind::ArgReduction, build_arg_reduction},
+    {StepKind::Gather, build_gather},
+    {StepKind::HostElementwise, build_host_elementwise},
+    {StepKind::IndexPut, build_index_put},
 };
+static_assert(covers_codes(kStepBuilders, 1, kNumStepKinds), "one builder per StepKind (code 0 is unused)");
 
 } // namespace
 
 void build_step(const StepRecord& step, GraphBuilder& graph) {
-  kStepBuilders[static_cast<uint32_t>(step.kind)](step, graph);
+  lookup_code(kStepBuilders, static_cast<int64_t>(step.kind), "step kind")(step, graph);
 }
 
 memory::dims fold_into_rows(const memory::dims& dims) {
@@ -92,7 +91,13 @@ PostOps read_post_ops(
     const int64_t kind = entries[2 * i];
     const int64_t code = entries[2 * i + 1];
     if (kind == static_cast<int64_t>(PostOpKind::Eltwise)) {
-      const algorithm alg = lookup_algorithm(kEltwiseAlgorithms, code, "post-op eltwise alg");
+      const EltwiseImplementation& eltwise = lookup_code(kEltwiseImplementations, code, "post-op eltwise alg");
+      ODNN_CHECK(
+          !eltwise.on_host,
+          "post-op %zu: eltwise alg %lld runs on the host, never as a post-op",
+          i,
+          static_cast<long long>(code));
+      const algorithm alg = eltwise.onednn;
       const auto alpha = static_cast<float>(params[2 * i]);
       const auto beta = static_cast<float>(params[2 * i + 1]);
       result.ops.append_eltwise(alg, alpha, beta);
@@ -124,7 +129,7 @@ PostOps read_post_ops(
     // keeps its own type (oneDNN converts), so an f32 residual is not rounded to bf16 first.
     const DataType type = graph.compute_type(value);
     const memory::desc desc = dims == dst ? any_desc(dims, type) : plain_desc(dims, type);
-    const algorithm alg = lookup_algorithm(kBinaryAlgorithms, code, "post-op binary alg");
+    const algorithm alg = lookup_code(kBinaryAlgorithms, code, "post-op binary alg");
     result.ops.append_binary(alg, desc);
     if (i < result.first_clamp) {
       result.before_clamps.append_binary(alg, desc);

@@ -18,10 +18,13 @@ from .schema import (
     FLAG_WEIGHT_CHECKSUMS,
     HOST_INDEX_STEPS,
     MAGIC,
+    MAX_ATTRIBUTE_COUNT,
     MAX_RANK,
+    MAX_STRING_LENGTH,
     MAX_SYMBOLS,
     NO_VALUE,
     VERSION,
+    AttributeType,
     DType,
     Layout,
     PostOpKind,
@@ -29,9 +32,7 @@ from .schema import (
 )
 from .shapes import ShapeError, SymDim, at_point, decode, encode, gives_size_one_to_one
 
-MAX_STRING = 1024
 HOST_ONLY_DTYPES = (DType.S64, DType.BOOL)  # oneDNN's CPU primitives take neither
-MAX_ATTR_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
 E = TypeVar("E", bound=IntEnum)
 
 
@@ -151,8 +152,8 @@ class _Writer:
         if not (s.isascii() and s.isprintable()):
             raise PayloadError(f"string {s!r} is not printable ASCII")
         data = s.encode()
-        if len(data) > MAX_STRING:
-            raise PayloadError(f"string of {len(data)} bytes exceeds {MAX_STRING}")
+        if len(data) > MAX_STRING_LENGTH:
+            raise PayloadError(f"string of {len(data)} bytes exceeds {MAX_STRING_LENGTH}")
         self.u32(len(data))
         self.parts.append(data)
 
@@ -260,14 +261,14 @@ def serialize(graph: Graph) -> bytes:
         body.u32s(step.inputs)
         body.u32s(step.outputs)
         body.u32(len(step.ints) + len(step.floats))
-        for attrs, code, fmt in ((step.ints, 0, "q"), (step.floats, 1, "d")):
+        for attrs, code, fmt in ((step.ints, AttributeType.I64_LIST, "q"), (step.floats, AttributeType.F64_LIST, "d")):
             for name, data in attrs.items():
-                if len(data) > MAX_ATTR_COUNT:
+                if len(data) > MAX_ATTRIBUTE_COUNT:
                     raise PayloadError(f"attribute {name} has {len(data)} entries")
                 body.string(name)
                 body.u8(code)
                 body.u32(len(data))
-                stored = [at_point(v, upper) for v in data] if code == 0 else data
+                stored = [at_point(v, upper) for v in data] if code == AttributeType.I64_LIST else data
                 body.raw(struct.pack(f"<{len(data)}{fmt}", *stored))
     if bounds:
         _write_dynamic_shapes(body, graph, bounds)
@@ -297,7 +298,7 @@ class _Reader:
 
     def string(self) -> str:
         (length,) = self.take("<I")
-        if length > MAX_STRING:
+        if length > MAX_STRING_LENGTH:
             raise PayloadError(f"string of {length} bytes at offset {self.offset}")
         end = self.offset + length
         if end > len(self.data):
@@ -374,9 +375,9 @@ def deserialize(data: bytes) -> Graph:
         for _ in range(n_attrs):
             name = reader.string()
             code, count = reader.take("<BI")
-            if code == 0:
+            if code == AttributeType.I64_LIST:
                 step.ints[name] = list(reader.take(f"<{count}q"))
-            elif code == 1:
+            elif code == AttributeType.F64_LIST:
                 step.floats[name] = list(reader.take(f"<{count}d"))
             else:
                 raise PayloadError(f"attribute {name} has unknown type {code}")

@@ -1,4 +1,7 @@
-"""Numeric codes of the OneDnnBackend payload; FORMAT.md is the specification, runtime/Schema.h the mirror."""
+"""The numeric codes and limits of the OneDnnBackend payload: the one place they are defined.
+
+runtime/Schema.h repeats them for the C++ runtime and test_schema_parity.py checks that it agrees,
+name for name and value for value; FORMAT.md explains the format in words and names the codes only."""
 
 from enum import IntEnum
 
@@ -12,6 +15,8 @@ NO_VALUE = 0xFFFFFFFF
 MAX_RANK = 6
 HEADER_SIZE = 40
 CHECKSUMMED_FROM = 20  # the CRC-32 covers every byte after its own field: flags, counts and body
+MAX_STRING_LENGTH = 1024
+MAX_ATTRIBUTE_COUNT = 1 << 20  # per-channel scales of a weight with up to 1M rows (an LM head)
 
 
 class DType(IntEnum):
@@ -31,6 +36,13 @@ class Layout(IntEnum):
 
     NATIVE = 0  # as its producing primitive lays them out on this CPU (blocked, channels-last or plain)
     PLAIN = 1  # PyTorch's contiguous row-major order
+
+
+class AttributeType(IntEnum):
+    """The element type of a step attribute's list."""
+
+    I64_LIST = 0
+    F64_LIST = 1
 
 
 TORCH_TO_DTYPE: dict[torch.dtype, DType] = {
@@ -60,6 +72,7 @@ class ShapeOp(IntEnum):
 
 MAX_SYMBOLS = 16
 MAX_SHAPE_CODE = 256
+MAX_SYMBOL_VALUE = 0x7FFFFFFF  # init() refuses a dynamic size whose range reaches past this
 MAX_SOLVED_RANGE = 1 << 16  # a size is solved for from an expression over a shorter range only
 
 

@@ -37,9 +37,9 @@ Model dynamic_model(std::vector<float>& bias) {
   const uint32_t sum = model.value({kMax, kWidth});
   const uint32_t relu = model.value({kMax, kWidth});
   const uint32_t out = model.value({2 * kMax, 2});
-  model.payload.step(Kind::Binary, {x, b}, {sum}, {ints("alg", {0})});
+  model.payload.step(Kind::Binary, {x, b}, {sum}, {alg(BinaryAlg::Add)});
   model.payload.step(Kind::Eltwise, {sum}, {relu},
-                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {relu}, {out});
   model.output(out, {2 * kMax, 2});
   const std::vector<int64_t> bare = {op(Op::Symbol), s};
@@ -213,16 +213,16 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
       {"empty range",
        [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(5, 4)}); }},
       {"attribute of an unknown step",
-       [](Model& m) { m.payload.symbolic_attribute(9, "alg", 0, {op(Op::Const), 0}); }},
+       [](Model& m) { m.payload.symbolic_attribute(9, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)}); }},
       {"unknown attribute", [](Model& m) { m.payload.symbolic_attribute(0, "axis", 0, {op(Op::Const), 0}); }},
       {"attribute entry beyond its count",
-       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 1, {op(Op::Const), 0}); }},
+       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 1, {op(Op::Const), code_of(BinaryAlg::Add)}); }},
       {"attribute differs from its expression",
-       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 1}); }},
+       [](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Sub)}); }},
       {"attribute described twice",
        [](Model& m) {
-         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0});
-         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0});
+         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)});
+         m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)});
        }},
       {"size argument beyond the inputs", [](Model& m) { m.payload.size_args = {2}; }},
       {"size arguments out of order", [](Model& m) { m.payload.size_args = {1, 0}; }},
@@ -232,7 +232,10 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
        [](Model& m) { m.payload.symbolic_dim(0, 1, twice_half_rounded_up(m.payload.symbol(3, 4))); }},
   };
   EXPECT_EQ(init_with([](Model&) {}), Error::Ok);
-  EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), 0}); }), Error::Ok);
+  EXPECT_EQ(init_with([](Model& m) {
+              m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)});
+            }),
+            Error::Ok);
   EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }),
             Error::Ok);
   // 2 * ((s + 1) // 2) + s - 4 gives 3 at s = 3 and 4 at s = 4: solvable.

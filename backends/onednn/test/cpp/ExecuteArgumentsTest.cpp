@@ -15,7 +15,7 @@ class ExecuteArguments : public ::testing::Test {
     const uint32_t src = model_.input({2, 3});
     const uint32_t dst = model_.value({2, 3});
     model_.payload.step(Kind::Eltwise, {src}, {dst},
-                        {ints("alg", {14}), floats("alpha", {2}), floats("beta", {1})});
+                        {alg(EltwiseAlg::Linear), floats("alpha", {2}), floats("beta", {1})});
     model_.output(dst, {2, 3});
     Result<DelegateHandle*> handle = harness_.init(model_.payload.build(), &model_.data);
     ASSERT_TRUE(handle.ok());

@@ -13,9 +13,7 @@ namespace onednn_test {
 namespace {
 
 using executorch::aten::ScalarType;
-using executorch::backends::onednn::ArgReductionAlg;
 using executorch::backends::onednn::DType;
-using executorch::backends::onednn::HostElementwiseAlg;
 
 constexpr uint8_t kF32 = static_cast<uint8_t>(DType::F32);
 constexpr uint8_t kBF16 = static_cast<uint8_t>(DType::BF16);
@@ -54,9 +52,6 @@ Operand bf16(std::vector<int64_t> dims, const std::vector<float>& values) {
   return {std::move(dims), kBF16, to_bytes(halves)};
 }
 
-Attr alg(HostElementwiseAlg value) {
-  return ints("alg", {static_cast<int64_t>(value)});
-}
 
 // One `kind` step from graph inputs to a graph output.
 Model one_step(Kind kind, const std::vector<Operand>& inputs, const Operand& dst, std::vector<Attr> attrs) {
@@ -104,7 +99,7 @@ std::vector<int64_t> arg_reduce(
       Kind::ArgReduction,
       {src},
       {std::move(dst_dims), kS64},
-      {ints("alg", {static_cast<int64_t>(which)}), ints("axis", std::move(axis))});
+      {alg(which), ints("axis", std::move(axis))});
   return from_bytes<int64_t>(bytes);
 }
 
@@ -262,12 +257,12 @@ TEST(IndexSteps, ChainThroughS64AndBoolIntermediates) {
   const uint32_t positive = model.value({2, 3}, kBool);
   const uint32_t kept = model.value({2, 3});
   const uint32_t dst = model.value({2, 3});
-  model.payload.step(Kind::ArgReduction, {x}, {rows}, {ints("alg", {0}), ints("axis", {1})});
+  model.payload.step(Kind::ArgReduction, {x}, {rows}, {alg(ArgReductionAlg::Max), ints("axis", {1})});
   model.payload.step(Kind::Gather, {x, rows}, {picked}, {ints("axis", {0})});
   model.payload.step(Kind::HostElementwise, {picked, zero}, {positive}, {alg(HostElementwiseAlg::Gt)});
   model.payload.step(Kind::HostElementwise, {positive, picked, zero}, {kept}, {alg(HostElementwiseAlg::Where)});
   model.payload.step(
-      Kind::Eltwise, {kept}, {dst}, {ints("alg", {14}), floats("alpha", {2}), floats("beta", {1})});
+      Kind::Eltwise, {kept}, {dst}, {alg(EltwiseAlg::Linear), floats("alpha", {2}), floats("beta", {1})});
   model.output(dst, {2, 3});
   model.output(rows, {2});
   const auto outputs = run_model_bytes(model, {to_bytes(std::vector<float>{-1, 5, 2, 3, -4, 0})});
@@ -342,7 +337,7 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        Kind::Eltwise,
        {{{4}, kS64}},
        {{4}, kF32},
-       {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})}},
+       {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})}},
       {"GATHER into S64", Kind::Gather, {{{3, 2}, kF32}, {{2}, kS64}}, {{2, 2}, kS64}, {axis0}},
       {"GATHER with F32 indices", Kind::Gather, {{{3, 2}, kF32}, {{2}, kF32}}, {{2, 2}, kF32}, {axis0}},
       {"WHERE with an F32 condition",
@@ -355,11 +350,11 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        {{{2}, kF32}, {{2}, kF32}},
        {{2}, kF32},
        {alg(HostElementwiseAlg::Lt)}},
-      {"HOST_ELEMENTWISE alg 14",
+      {"HOST_ELEMENTWISE alg one past the last",
        Kind::HostElementwise,
        {{{2}, kF32}, {{2}, kF32}},
        {{2}, kBool},
-       {ints("alg", {14})}},
+       {ints("alg", {executorch::backends::onednn::kNumHostElementwiseAlgs})}},
       {"MAXIMUM of S64 operands",
        Kind::HostElementwise,
        {{{2}, kS64}, {{2}, kS64}},
@@ -394,7 +389,7 @@ TEST(IndexSteps, InvalidIndexStepsAreRejectedAtInit) {
        Kind::ArgReduction,
        {{{2, 3}, kF32}},
        {{1}, kS64},
-       {ints("alg", {0}), ints("axis", {0, 1})}},
+       {alg(ArgReductionAlg::Max), ints("axis", {0, 1})}},
   };
   for (const Case& c : cases) {
     Model model = one_step(c.kind, c.inputs, c.dst, c.attrs);

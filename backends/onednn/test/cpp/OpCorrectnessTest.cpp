@@ -42,7 +42,7 @@ void check_conv2d(Conv2dParams p, int64_t pad_bottom, int64_t pad_right, bool re
   const uint32_t dst = model.value({p.n, p.oc, p.oh, p.ow});
   auto attrs = conv_attrs(p, pad_bottom, pad_right);
   if (relu_post_op) {
-    attrs.push_back(ints("post_ops", {0, 0}));
+    attrs.push_back(ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}));
     attrs.push_back(floats("post_op_params", {0.0, 0.0}));
   }
   model.payload.step(Kind::Convolution, {src, weights, b}, {dst}, attrs);
@@ -99,7 +99,7 @@ void check_conv_relu_conv_chain(uint8_t conv_layout, uint8_t relu_layout, uint8_
   model.payload.set_layout(r, relu_layout);
   model.payload.set_layout(dst, dst_layout);
   model.payload.step(Kind::Convolution, {src, k1, kNoValue}, {a}, conv_attrs(first, 1, 1));
-  model.payload.step(Kind::Eltwise, {a}, {r}, {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Eltwise, {a}, {r}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Convolution, {r, k2, kNoValue}, {dst}, conv_attrs(second, 0, 0));
   model.output(dst, {1, 16, 12, 12});
   const auto outputs = run_model(model, {x});
@@ -137,7 +137,10 @@ TEST(OpCorrectness, ConvWithResidualAddPostOpMatchesReference) {
   const uint32_t weights = model.constant({8, 8, 3, 3}, w);
   const uint32_t dst = model.value({1, 8, 6, 6});
   auto attrs = conv_attrs(p, 1, 1);
-  attrs.push_back(ints("post_ops", {1, 0, 0, 0})); // add residual, then relu
+  attrs.push_back(ints(
+      "post_ops",
+      {code_of(PostOpKind::Binary), code_of(BinaryAlg::Add), code_of(PostOpKind::Eltwise),
+       code_of(EltwiseAlg::Relu)}));
   attrs.push_back(floats("post_op_params", {0, 0, 0, 0}));
   model.payload.step(Kind::Convolution, {src, weights, kNoValue, res}, {dst}, attrs);
   model.output(dst, {1, 8, 6, 6});
@@ -218,7 +221,7 @@ TEST(OpCorrectness, Int8ConvolutionWithFusedRequantizationMatchesQuantizedRefere
   model.payload.step(Kind::Reorder, {src}, {x_q},
                      {floats("dst_scale", {x_scale}), ints("dst_zero_point", {x_zero})});
   auto attrs = conv_attrs(p, 1, 1);
-  attrs.push_back(ints("post_ops", {0, 0}));
+  attrs.push_back(ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}));
   attrs.push_back(floats("post_op_params", {0.0, 0.0}));
   attrs.push_back(floats("src_scale", {x_scale}));
   attrs.push_back(ints("src_zero_point", {x_zero}));
@@ -326,7 +329,10 @@ TEST(OpCorrectness, DynamicInt8LinearQuantizesEachRowAtRunTime) {
   model.payload.step(Kind::QuantizeRows, {src}, {quantized, scales});
   model.payload.step(Kind::Matmul, {quantized, weights, kNoValue, scales, b}, {dst},
                      {ints("transpose_b", {1}), floats("weight_scales", w_scales),
-                      ints("post_ops", {1, 2, 1, 0}), floats("post_op_params", {0, 0, 0, 0})});
+                      ints("post_ops",
+                           {code_of(PostOpKind::Binary), code_of(BinaryAlg::Mul), code_of(PostOpKind::Binary),
+                            code_of(BinaryAlg::Add)}),
+                      floats("post_op_params", {0, 0, 0, 0})});
   model.output(dst, {rows, n});
   const auto outputs = run_model(model, {a});
   ASSERT_EQ(outputs.size(), 1u);
@@ -365,35 +371,36 @@ TEST(OpCorrectness, BatchedMatmulOfTwoActivationsBroadcastsAndTransposes) {
 TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
   struct Case {
     const char* name;
-    int64_t alg;
+    EltwiseAlg alg;
     double alpha, beta;
     std::function<double(double)> fn;
   };
   const std::vector<Case> cases = {
-      {"relu(leaky)", 0, 0.1, 0, [](double x) { return x > 0 ? x : 0.1 * x; }},
-      {"clip", 1, -0.5, 0.25, [](double x) { return std::min(std::max(x, -0.5), 0.25); }},
-      {"gelu_erf", 2, 0, 0, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-      {"gelu_tanh", 3, 0, 0,
+      {"relu(leaky)", EltwiseAlg::Relu, 0.1, 0, [](double x) { return x > 0 ? x : 0.1 * x; }},
+      {"clip", EltwiseAlg::Clip, -0.5, 0.25, [](double x) { return std::min(std::max(x, -0.5), 0.25); }},
+      {"gelu_erf", EltwiseAlg::GeluErf, 0, 0, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {"gelu_tanh", EltwiseAlg::GeluTanh, 0, 0,
        [](double x) {
          return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
        }},
-      {"swish", 4, 1.0, 0, [](double x) { return x / (1 + std::exp(-x)); }},
-      {"logistic", 5, 0, 0, [](double x) { return 1 / (1 + std::exp(-x)); }},
-      {"tanh", 6, 0, 0, [](double x) { return std::tanh(x); }},
-      {"hardswish", 7, 1.0 / 6, 0.5,
+      {"swish", EltwiseAlg::Swish, 1.0, 0, [](double x) { return x / (1 + std::exp(-x)); }},
+      {"logistic", EltwiseAlg::Logistic, 0, 0, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {"tanh", EltwiseAlg::Tanh, 0, 0, [](double x) { return std::tanh(x); }},
+      {"hardswish", EltwiseAlg::Hardswish, 1.0 / 6, 0.5,
        [](double x) { return x * std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
-      {"hardsigmoid", 8, 1.0 / 6, 0.5, [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
-      {"elu", 9, 1.0, 0, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
-      {"exp", 10, 0, 0, [](double x) { return std::exp(x); }},
-      {"abs", 13, 0, 0, [](double x) { return std::fabs(x); }},
-      {"linear", 14, 2.0, -1.0, [](double x) { return 2 * x - 1; }},
-      {"square", 16, 0, 0, [](double x) { return x * x; }},
+      {"hardsigmoid", EltwiseAlg::Hardsigmoid, 1.0 / 6, 0.5,
+       [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
+      {"elu", EltwiseAlg::Elu, 1.0, 0, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
+      {"exp", EltwiseAlg::Exp, 0, 0, [](double x) { return std::exp(x); }},
+      {"abs", EltwiseAlg::Abs, 0, 0, [](double x) { return std::fabs(x); }},
+      {"linear", EltwiseAlg::Linear, 2.0, -1.0, [](double x) { return 2 * x - 1; }},
+      {"square", EltwiseAlg::Square, 0, 0, [](double x) { return x * x; }},
       // Host loops (no oneDNN algorithm):
-      {"round (half to even)", 17, 0, 0, [](double x) { return std::nearbyint(x); }},
-      {"floor", 18, 0, 0, [](double x) { return std::floor(x); }},
-      {"ceil", 19, 0, 0, [](double x) { return std::ceil(x); }},
-      {"trunc", 20, 0, 0, [](double x) { return std::trunc(x); }},
-      {"log1p", 21, 0, 0, [](double x) { return std::log1p(x); }}, // of |x| (defined there)
+      {"round (half to even)", EltwiseAlg::Round, 0, 0, [](double x) { return std::nearbyint(x); }},
+      {"floor", EltwiseAlg::Floor, 0, 0, [](double x) { return std::floor(x); }},
+      {"ceil", EltwiseAlg::Ceil, 0, 0, [](double x) { return std::ceil(x); }},
+      {"trunc", EltwiseAlg::Trunc, 0, 0, [](double x) { return std::trunc(x); }},
+      {"log1p", EltwiseAlg::Log1p, 0, 0, [](double x) { return std::log1p(x); }}, // of |x| (defined there)
   };
   auto x = random_values(2 * 3 * 7, 19);
   for (float& v : x) {
@@ -408,9 +415,9 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
     const uint32_t src = model.input({2, 3, 7});
     const uint32_t dst = model.value({2, 3, 7});
     model.payload.step(Kind::Eltwise, {src}, {dst},
-                       {ints("alg", {c.alg}), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+                       {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
     model.output(dst, {2, 3, 7});
-    const std::vector<float>& input = c.alg == 21 ? magnitudes : x;
+    const std::vector<float>& input = c.alg == EltwiseAlg::Log1p ? magnitudes : x;
     const auto outputs = run_model(model, {input});
     ASSERT_EQ(outputs.size(), 1u) << c.name;
     std::vector<float> expected;
@@ -426,14 +433,14 @@ TEST(OpCorrectness, ReluAndClipKeepNanAndInfinities) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   struct Case {
     const char* name;
-    int64_t alg;
+    EltwiseAlg alg;
     double alpha, beta;
     float lower, upper;
   };
   const std::vector<Case> cases = {
-      {"relu", 0, 0, 0, 0.0f, inf},
-      {"clip", 1, -0.5, 0.25, -0.5f, 0.25f},
-      {"clip without bounds", 1, -INFINITY, INFINITY, -inf, inf},
+      {"relu", EltwiseAlg::Relu, 0, 0, 0.0f, inf},
+      {"clip", EltwiseAlg::Clip, -0.5, 0.25, -0.5f, 0.25f},
+      {"clip without bounds", EltwiseAlg::Clip, -INFINITY, INFINITY, -inf, inf},
   };
   auto x = random_values(3 * 37, 23); // past one 16-value vector, with a tail
   x[0] = nan;
@@ -445,7 +452,7 @@ TEST(OpCorrectness, ReluAndClipKeepNanAndInfinities) {
     const uint32_t src = model.input({3, 37});
     const uint32_t dst = model.value({3, 37});
     model.payload.step(Kind::Eltwise, {src}, {dst},
-                       {ints("alg", {c.alg}), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+                       {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
     model.output(dst, {3, 37});
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u) << c.name;
@@ -465,7 +472,9 @@ TEST(OpCorrectness, HostEltwiseAlgorithmsAreRefusedAsPostOps) {
   const uint32_t b = model.input({2, 4});
   const uint32_t dst = model.value({2, 4});
   model.payload.step(Kind::Binary, {a, b}, {dst},
-                     {ints("alg", {0}), ints("post_ops", {0, 18}), floats("post_op_params", {0, 0})});
+                     {alg(BinaryAlg::Add),
+                      ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Floor)}),
+                      floats("post_op_params", {0, 0})});
   model.output(dst, {2, 4});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
@@ -477,7 +486,7 @@ TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
   const uint32_t src0 = model.input({2, 3, 4, 5});
   const uint32_t src1 = model.input({3, 1, 5});
   const uint32_t dst = model.value({2, 3, 4, 5});
-  model.payload.step(Kind::Binary, {src0, src1}, {dst}, {ints("alg", {1})}); // SUB
+  model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(BinaryAlg::Sub)});
   model.output(dst, {2, 3, 4, 5});
   const auto outputs = run_model(model, {a, b});
   ASSERT_EQ(outputs.size(), 1u);
@@ -492,20 +501,22 @@ TEST(OpCorrectness, PoolingMaxAndAverageMatchReference) {
   p.pad_top = 1, p.pad_left = 1;
   p.oh = conv_out(7, 3, 2, 1, 1, 1), p.ow = conv_out(6, 2, 2, 1, 1, 1);
   const auto x = random_values(3 * 7 * 6, 22);
-  const std::pair<int64_t, PoolRef> kinds[] = {
-      {0, PoolRef::Max}, {1, PoolRef::AvgInclude}, {2, PoolRef::AvgExclude}};
-  for (const auto& [alg, ref] : kinds) {
+  const std::pair<PoolingAlg, PoolRef> kinds[] = {
+      {PoolingAlg::Max, PoolRef::Max},
+      {PoolingAlg::AvgIncludePadding, PoolRef::AvgInclude},
+      {PoolingAlg::AvgExcludePadding, PoolRef::AvgExclude}};
+  for (const auto& [pooling, ref] : kinds) {
     Model model;
     const uint32_t src = model.input({1, 3, 7, 6});
     const uint32_t dst = model.value({1, 3, p.oh, p.ow});
     model.payload.step(Kind::Pooling, {src}, {dst},
-                       {ints("alg", {alg}), ints("kernel", {3, 2}), ints("strides", {2, 2}),
+                       {alg(pooling), ints("kernel", {3, 2}), ints("strides", {2, 2}),
                         ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
                         ints("dilation", {1, 1})});
     model.output(dst, {1, 3, p.oh, p.ow});
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u);
-    expect_close(outputs[0], pool2d_ref(p, ref, x), "pooling alg " + std::to_string(alg));
+    expect_close(outputs[0], pool2d_ref(p, ref, x), "pooling alg " + std::to_string(code_of(pooling)));
   }
 }
 
@@ -514,11 +525,11 @@ TEST(OpCorrectness, AdaptivePoolingTakesUnevenWindowsAndPropagatesNan) {
   const int64_t h = 5, w = 7, oh = 3, ow = 4;
   auto x = random_values(2 * h * w, 31);
   x[h * w + 3] = std::numeric_limits<float>::quiet_NaN(); // plane 1, row 0, column 3
-  for (const int64_t alg : {int64_t{0}, int64_t{2}}) {
+  for (const PoolingAlg pooling : {PoolingAlg::Max, PoolingAlg::AvgExcludePadding}) {
     Model model;
     const uint32_t src = model.input({1, 2, h, w});
     const uint32_t dst = model.value({1, 2, oh, ow});
-    model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {ints("alg", {alg})});
+    model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {alg(pooling)});
     model.output(dst, {1, 2, oh, ow});
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u);
@@ -539,11 +550,11 @@ TEST(OpCorrectness, AdaptivePoolingTakesUnevenWindowsAndPropagatesNan) {
           }
           const float got = outputs[0][(plane * oh + i) * ow + j];
           if (nan) {
-            EXPECT_TRUE(std::isnan(got)) << "alg " << alg << " at " << plane << "," << i << "," << j;
+            EXPECT_TRUE(std::isnan(got)) << "alg " << code_of(pooling) << " at " << plane << "," << i << "," << j;
             continue;
           }
-          const double expected = alg == 0 ? max : sum / static_cast<double>((h1 - h0) * (w1 - w0));
-          EXPECT_NEAR(got, expected, 1e-5) << "alg " << alg << " at " << plane << "," << i << "," << j;
+          const double expected = pooling == PoolingAlg::Max ? max : sum / static_cast<double>((h1 - h0) * (w1 - w0));
+          EXPECT_NEAR(got, expected, 1e-5) << "alg " << code_of(pooling) << " at " << plane << "," << i << "," << j;
         }
       }
     }
@@ -554,7 +565,7 @@ TEST(OpCorrectness, AdaptivePoolingRefusesAveragesCountingPadding) {
   Model model;
   const uint32_t src = model.input({1, 2, 5, 7});
   const uint32_t dst = model.value({1, 2, 3, 4});
-  model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {ints("alg", {1})});
+  model.payload.step(Kind::AdaptivePooling, {src}, {dst}, {alg(PoolingAlg::AvgIncludePadding)});
   model.output(dst, {1, 2, 3, 4});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
@@ -665,7 +676,7 @@ TEST(OpCorrectness, PermuteViewIsCopiedForConsumersThatTakePlainAndForOutputs) {
   const uint32_t back = model.value({2, 3, 4});
   model.payload.step(Kind::Reorder, {src}, {permuted}, {ints("permutation", {0, 2, 1})});
   model.payload.step(Kind::Eltwise, {permuted}, {activated},
-                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {permuted}, {merged});
   model.payload.step(Kind::Reorder, {permuted}, {back}, {ints("permutation", {0, 2, 1})});
   model.output(activated, {2, 4, 3});
@@ -691,7 +702,7 @@ TEST(OpCorrectness, ReshapeAliasesPlainInputAndCopiesIntoGraphOutputs) {
   const uint32_t flat = model.value({12});
   model.payload.step(Kind::Reshape, {src}, {reshaped});
   model.payload.step(Kind::Eltwise, {reshaped}, {activated},
-                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {activated}, {flat});
   model.output(activated, {3, 4});
   model.output(flat, {12});
@@ -825,8 +836,8 @@ TEST(OpCorrectness, NormalizationReductionAndResamplingOnBlockedConvOutputMatchR
   const uint32_t upsampled = model.value({1, 16, 8, 8});
   model.payload.step(Kind::Convolution, {src, weights, kNoValue}, {conv}, conv_attrs(p, 0, 0));
   model.payload.step(Kind::BatchNorm, {conv, m, v, g, b}, {norm}, {floats("eps", {1e-5})});
-  model.payload.step(Kind::Reduction, {norm}, {pooled}, {ints("alg", {0})});
-  model.payload.step(Kind::Resampling, {norm}, {upsampled}, {ints("alg", {0})});
+  model.payload.step(Kind::Reduction, {norm}, {pooled}, {alg(ReductionAlg::Mean)});
+  model.payload.step(Kind::Resampling, {norm}, {upsampled}, {alg(ResamplingAlg::Nearest)});
   model.output(pooled, {1, 16, 1, 1});
   model.output(upsampled, {1, 16, 8, 8});
   const auto outputs = run_model(model, {x});

@@ -112,7 +112,7 @@ std::vector<uint8_t> PayloadBuilder::build() const {
     w.u32(static_cast<uint32_t>(s.attrs.size()));
     for (const Attr& a : s.attrs) {
       w.str(a.name);
-      w.u8(a.is_float ? 1 : 0);
+      w.u8(static_cast<uint8_t>(a.is_float ? AttributeType::F64List : AttributeType::I64List));
       w.u32(static_cast<uint32_t>(a.is_float ? a.floats.size() : a.ints.size()));
       for (int64_t v : a.ints) {
         w.i64(v);

@@ -12,7 +12,22 @@ namespace onednn_test {
 
 // The tests speak the runtime's own codes, so a renumbering cannot leave them behind.
 using Kind = executorch::backends::onednn::StepKind;
+using executorch::backends::onednn::ArgReductionAlg;
+using executorch::backends::onednn::AttributeType;
+using executorch::backends::onednn::BinaryAlg;
+using executorch::backends::onednn::EltwiseAlg;
+using executorch::backends::onednn::HostElementwiseAlg;
 using executorch::backends::onednn::kNoValue;
+using executorch::backends::onednn::PoolingAlg;
+using executorch::backends::onednn::PostOpKind;
+using executorch::backends::onednn::ReductionAlg;
+using executorch::backends::onednn::ResamplingAlg;
+
+// A code as the i64 an attribute holds.
+template <typename Code>
+constexpr int64_t code_of(Code value) {
+  return static_cast<int64_t>(value);
+}
 
 struct Attr {
   std::string name;
@@ -22,6 +37,12 @@ struct Attr {
 };
 Attr ints(std::string name, std::vector<int64_t> values);
 Attr floats(std::string name, std::vector<double> values);
+
+// Attribute `alg`: one code of an algorithm enumeration.
+template <typename Code>
+Attr alg(Code value) {
+  return ints("alg", {code_of(value)});
+}
 
 class PayloadBuilder {
  public:

@@ -23,7 +23,7 @@ Model valid_model() {
                      {ints("strides", {1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
                       ints("dilation", {1, 1}), ints("groups", {1})});
   model.payload.step(Kind::Eltwise, {conv}, {dst},
-                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.output(dst, {1, 3, 5, 5});
   return model;
 }
@@ -115,7 +115,7 @@ TEST(PayloadValidation, OutOfRangeValueIdIsRejected) {
   Model step_model = valid_model();
   const uint32_t out = step_model.value({1, 3, 5, 5});
   step_model.payload.step(Kind::Eltwise, {77}, {out},
-                          {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                          {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   EXPECT_EQ(init_error(step_model.payload.build(), &step_model.data), Error::InvalidProgram);
 }
 
@@ -135,7 +135,7 @@ TEST(PayloadValidation, MissingAttributeIsRejected) {
   Model model;
   const uint32_t src = model.input({4});
   const uint32_t dst = model.value({4});
-  model.payload.step(Kind::Eltwise, {src}, {dst}, {ints("alg", {0}), floats("alpha", {0})});
+  model.payload.step(Kind::Eltwise, {src}, {dst}, {alg(EltwiseAlg::Relu), floats("alpha", {0})});
   model.output(dst, {4});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
@@ -175,11 +175,69 @@ TEST(PayloadValidation, ValueReadBeforeItIsProducedIsRejected) {
   const uint32_t src = model.input({4});
   const uint32_t a = model.value({4});
   const uint32_t b = model.value({4});
-  const std::vector<Attr> relu = {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})};
+  const std::vector<Attr> relu = {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})};
   model.payload.step(Kind::Eltwise, {a}, {b}, relu); // a is produced only by the next step
   model.payload.step(Kind::Eltwise, {src}, {a}, relu);
   model.output(b, {4});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+// Algorithm tables are keyed by code (Algorithms.h): one past an enumeration's last code has no row and
+// is refused, where the last code itself builds.
+TEST(PayloadValidation, AlgorithmCodePastItsEnumerationIsRejected) {
+  namespace schema = executorch::backends::onednn;
+  struct Case {
+    const char* name;
+    Kind kind;
+    int64_t last; // the largest code of the enumeration
+    std::vector<int64_t> src_dims, dst_dims;
+    std::vector<Attr> other_attrs;
+  };
+  const std::vector<Attr> pooling_window = {ints("kernel", {2, 2}), ints("strides", {2, 2}),
+                                            ints("padding_l", {0, 0}), ints("padding_r", {0, 0}),
+                                            ints("dilation", {1, 1})};
+  const Case cases[] = {
+      {"ELTWISE",
+       Kind::Eltwise,
+       schema::kNumEltwiseAlgs - 1,
+       {2, 4},
+       {2, 4},
+       {floats("alpha", {0}), floats("beta", {0})}},
+      {"BINARY", Kind::Binary, schema::kNumBinaryAlgs - 1, {2, 4}, {2, 4}, {}},
+      {"POOLING", Kind::Pooling, schema::kNumPoolingAlgs - 1, {1, 2, 4, 4}, {1, 2, 2, 2}, pooling_window},
+      {"REDUCTION", Kind::Reduction, schema::kNumReductionAlgs - 1, {2, 4}, {2, 1}, {}},
+      {"RESAMPLING", Kind::Resampling, schema::kNumResamplingAlgs - 1, {1, 2, 4, 4}, {1, 2, 8, 8}, {}},
+  };
+  for (const Case& c : cases) {
+    for (const int64_t code : {c.last, c.last + 1}) {
+      Model model;
+      std::vector<uint32_t> inputs = {model.input(c.src_dims)};
+      if (c.kind == Kind::Binary) {
+        inputs.push_back(model.input(c.src_dims));
+      }
+      const uint32_t dst = model.value(c.dst_dims);
+      std::vector<Attr> attrs = c.other_attrs;
+      attrs.push_back(ints("alg", {code}));
+      model.payload.step(c.kind, inputs, {dst}, attrs);
+      model.output(dst, c.dst_dims);
+      EXPECT_EQ(init_error(model.payload.build(), &model.data), code == c.last ? Error::Ok : Error::InvalidProgram)
+          << c.name << " alg " << code;
+    }
+  }
+  // A post-op's eltwise alg is looked up in the same table.
+  for (const int64_t code : {code_of(EltwiseAlg::Square), schema::kNumEltwiseAlgs}) {
+    Model model;
+    const uint32_t a = model.input({2, 4});
+    const uint32_t b = model.input({2, 4});
+    const uint32_t dst = model.value({2, 4});
+    model.payload.step(Kind::Binary, {a, b}, {dst},
+                       {alg(BinaryAlg::Add), ints("post_ops", {code_of(PostOpKind::Eltwise), code}),
+                        floats("post_op_params", {0, 0})});
+    model.output(dst, {2, 4});
+    EXPECT_EQ(init_error(model.payload.build(), &model.data),
+              code == code_of(EltwiseAlg::Square) ? Error::Ok : Error::InvalidProgram)
+        << "post-op eltwise alg " << code;
+  }
 }
 
 TEST(PayloadValidation, ReshapeWithDifferentElementCountIsRejected) {
@@ -236,7 +294,7 @@ TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
   model.payload.input(src);
   const uint32_t dst = model.payload.value({4}, "", 2);
   model.payload.step(Kind::Eltwise, {src}, {dst},
-                     {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.output(dst);
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::NotSupported);
 }

@@ -60,7 +60,8 @@ std::unique_ptr<Runner> matmul_relu(uint32_t seed) {
   const uint32_t product = model.value({16, 64});
   const uint32_t dst = model.value({16, 64});
   model.payload.step(Kind::Matmul, {src, weights, kNoValue}, {product});
-  model.payload.step(Kind::Eltwise, {product}, {dst}, {ints("alg", {0}), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(
+      Kind::Eltwise, {product}, {dst}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.output(dst, {16, 64});
   add_tensors(*runner, seed);
   return runner;
@@ -79,7 +80,8 @@ std::unique_ptr<Runner> convolution(uint32_t seed) {
       {src, weights, bias},
       {dst},
       {ints("strides", {1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}), ints("dilation", {1, 1}),
-       ints("groups", {1}), ints("post_ops", {0, 0}), floats("post_op_params", {0.0, 0.0})});
+       ints("groups", {1}), ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}),
+       floats("post_op_params", {0.0, 0.0})});
   model.output(dst, {1, 16, 16, 16});
   add_tensors(*runner, seed);
   return runner;
@@ -330,7 +332,7 @@ TEST(Reliability, MaxPoolingKeepsANaNAndAnInfinityOfItsWindow) {
   const uint32_t src = runner.model.input({1, 2, 4, 4});
   const uint32_t dst = runner.model.value({1, 2, 2, 2});
   runner.model.payload.step(Kind::Pooling, {src}, {dst},
-                            {ints("alg", {0}), ints("kernel", {2, 2}), ints("strides", {2, 2}),
+                            {alg(PoolingAlg::Max), ints("kernel", {2, 2}), ints("strides", {2, 2}),
                              ints("padding_l", {0, 0}), ints("padding_r", {0, 0}), ints("dilation", {1, 1})});
   runner.model.output(dst, {1, 2, 2, 2});
   add_tensors(runner, 43);
