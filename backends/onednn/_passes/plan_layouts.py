@@ -14,35 +14,19 @@ convolutions on the reference kernel (9.8 -> 106 ms, measured). What the plan de
 - a commutative binary step computes in the layout of its first operand: when only its second one
   may be native (a convolution's result added to a graph input), the two are swapped, so the plain
   operand is converted, not the convolution's result and everything downstream of it.
+Which kind picks, follows or needs a plain layout is a column of serialization/step_kinds.py.
 """
 
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, Layout, StepKind
+from ..serialization.step_kinds import COMMUTATIVE, READ_PLAIN, LayoutRole, kinds_with_layout
 
-# Steps whose oneDNN primitive lays out its result itself.
-CHOOSE_LAYOUT = frozenset(
-    {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.POOLING, StepKind.RESAMPLING, StepKind.REDUCTION}
+CHOOSE_LAYOUT = kinds_with_layout(LayoutRole.CHOOSES)
+FOLLOW_OR_VIEW_LAYOUT = kinds_with_layout(LayoutRole.FOLLOWS_FIRST_INPUT) | kinds_with_layout(
+    LayoutRole.VIEW_OF_FIRST_INPUT
 )
-# Steps that compute in the layout of their first input. (A concat keeps its inputs' layouts when none
-# of them is plain, else it writes plain.)
-FOLLOW_LAYOUT = frozenset({StepKind.ELTWISE, StepKind.BINARY, StepKind.BATCH_NORM})
-# Steps that pass their input's layout on through a view (of strided memory) or a copy.
-VIEW_LAYOUT = frozenset({StepKind.RESHAPE, StepKind.REORDER})
-# Steps that read their first input in plain layout only.
-READ_PLAIN = frozenset(
-    {
-        StepKind.MATMUL,
-        StepKind.LAYER_NORM,
-        StepKind.RMS_NORM,
-        StepKind.ADAPTIVE_POOLING,
-        StepKind.SOFTMAX,
-        StepKind.QUANTIZE_ROWS,
-        StepKind.ATTENTION,
-    }
-)
-COMMUTATIVE = frozenset({BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN})
 
 
 def plan_layouts(graph: Graph) -> Graph:
@@ -70,9 +54,9 @@ def _is_slice(step: Step) -> bool:
 def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
     if step.kind in CHOOSE_LAYOUT:
         return True
-    if step.kind == StepKind.CONCAT:
+    if step.kind in kinds_with_layout(LayoutRole.JOINS_INPUTS):
         return all(may_be_native[i] for i in step.inputs)
-    return step.kind in FOLLOW_LAYOUT | VIEW_LAYOUT and not _is_slice(step) and may_be_native[step.inputs[0]]
+    return step.kind in FOLLOW_OR_VIEW_LAYOUT and not _is_slice(step) and may_be_native[step.inputs[0]]
 
 
 def _reads_plain(step: Step, value_id: int) -> bool:
