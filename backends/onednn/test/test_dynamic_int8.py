@@ -18,7 +18,7 @@ from executorch.backends.onednn._passes.quantize_matmuls_dynamically import quan
 from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
-from test_layouts import describe, execute_traced
+from support import describe, execute_traced
 from tester import execute, lower, mismatch
 from torch import nn
 
