@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, Layout, StepKind
-from ..serialization.step_kinds import COMMUTATIVE, READ_PLAIN, LayoutRole, kinds_with_layout
+from ..serialization.step_kinds import COMMUTATIVE, READ_PLAIN, STEP_KINDS, LayoutRole
 
-CHOOSE_LAYOUT = kinds_with_layout(LayoutRole.CHOOSES)
-FOLLOW_OR_VIEW_LAYOUT = kinds_with_layout(LayoutRole.FOLLOWS_FIRST_INPUT) | kinds_with_layout(
-    LayoutRole.VIEW_OF_FIRST_INPUT
-)
+# Roles whose result is native when their first input is (a slice excepted: it copies a block out plain).
+FROM_FIRST_INPUT = frozenset({LayoutRole.FOLLOWS_FIRST_INPUT, LayoutRole.VIEW_OF_FIRST_INPUT})
 
 
 def plan_layouts(graph: Graph) -> Graph:
@@ -52,11 +50,12 @@ def _is_slice(step: Step) -> bool:
 
 
 def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
-    if step.kind in CHOOSE_LAYOUT:
+    role = STEP_KINDS[step.kind].layout
+    if role == LayoutRole.CHOOSES:
         return True
-    if step.kind in kinds_with_layout(LayoutRole.JOINS_INPUTS):
+    if role == LayoutRole.JOINS_INPUTS:
         return all(may_be_native[i] for i in step.inputs)
-    return step.kind in FOLLOW_OR_VIEW_LAYOUT and not _is_slice(step) and may_be_native[step.inputs[0]]
+    return role in FROM_FIRST_INPUT and not _is_slice(step) and may_be_native[step.inputs[0]]
 
 
 def _reads_plain(step: Step, value_id: int) -> bool:

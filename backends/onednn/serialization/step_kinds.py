@@ -3,8 +3,8 @@
 The passes read their sets from here (fuse_post_ops: post-op hosts; fuse_requantize: int8 steps that
 write a quantized result; compute_in_bf16: which kinds compute in bf16 or keep fp32; plan_layouts:
 which kinds pick, follow or need plain layouts; the payload writer: which kinds may touch int64 and
-bool values). `test_step_kinds.py` checks that every
-kind has a row and that the rows agree with each other.
+bool values). test_step_kinds.py checks that every kind has a row and that the rows agree with each
+other and with what fuse_post_ops does.
 """
 
 from __future__ import annotations
@@ -111,7 +111,3 @@ COMPUTE_IN_BF16 = kinds_where(lambda row: row.computes_in_bf16)
 KEEP_FP32 = kinds_where(lambda row: row.keeps_fp32)
 FOLLOW_INPUT_DTYPE = kinds_where(lambda row: row.follows_input_dtype)
 HOST_INDEX_STEPS = kinds_where(lambda row: row.host_index)
-
-
-def kinds_with_layout(role: LayoutRole) -> frozenset[StepKind]:
-    return kinds_where(lambda row: row.layout == role)
