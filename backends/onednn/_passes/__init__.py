@@ -1,24 +1,26 @@
 """Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 when
-asked for, and plan_layouts last)."""
+asked for, and plan_layouts last). Each module is named after the pass it holds (fold_arithmetic holds
+two: drop_neutral_binaries and fold_operand_scales; provenance holds no pass, but how sources follow
+the steps through every pass)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..serialization.payload import Graph
-from .compact import drop_unused
-from .dynamic_int8 import quantize_matmuls_dynamically
+from .compute_in_bf16 import compute_in_bf16
+from .drop_unused import drop_unused
 from .fold_arithmetic import drop_neutral_binaries, fold_operand_scales
 from .fold_batch_norm import fold_batch_norm
 from .fuse_attention import fuse_attention
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
 from .fuse_rms_norm import fuse_rms_norm
-from .mixed_precision import compute_in_bf16
 from .plan_layouts import plan_layouts
 from .provenance import keeping_sources
+from .quantize_matmuls_dynamically import quantize_matmuls_dynamically
 from .recognize_activations import recognize_activations
-from .rotate_half import rotate_half_as_matmul
+from .rotate_half_as_matmul import rotate_half_as_matmul
 from .simplify_layout import simplify_layout
 
 GraphPass = Callable[[Graph], Graph]

@@ -1,3 +1,10 @@
+"""Arithmetic that changes nothing or that a matmul can apply more cheaply is folded away.
+
+drop_neutral_binaries removes `x + 0`, `x * 1` and the like with a constant operand; fold_operand_scales
+moves the scales of a matmul's operands to one post-op of its result. Both come from exported
+attention (an all-zero mask, queries and keys scaled by sqrt(scale) each).
+"""
+
 from __future__ import annotations
 
 import torch

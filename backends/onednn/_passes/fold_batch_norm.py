@@ -1,3 +1,9 @@
+"""A batch norm reading only a convolution's result is folded into the convolution's weights and bias.
+
+In inference a batch norm is a per-channel affine map: conv -> batch norm becomes one convolution, and
+the batch norm's pass over memory goes away. Computed in float64, stored in the weights' type.
+"""
+
 from __future__ import annotations
 
 import torch

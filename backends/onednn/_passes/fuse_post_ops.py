@@ -1,22 +1,17 @@
+"""Elementwise steps and residual binaries become post-ops of the step producing their input.
+
+oneDNN applies post-ops to a convolution's or matmul's result while it is still in registers or cache:
+conv -> relu -> add(residual) is one pass over memory instead of three. Which kinds take post-ops, and
+how many fixed inputs come before the post-op operands, is a column of serialization/step_kinds.py.
+"""
+
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import (
-    HOST_ELTWISE_ALGS,
-    NO_VALUE,
-    POST_OP_FIXED_INPUTS,
-    BinaryAlg,
-    EltwiseAlg,
-    PostOpKind,
-    StepKind,
-)
+from ..serialization.schema import HOST_ELTWISE_ALGS, NO_VALUE, EltwiseAlg, PostOpKind, StepKind
 from ..serialization.shapes import same_dims
+from ..serialization.step_kinds import BINARY_POST_OP_HOSTS, COMMUTATIVE, POST_OP_FIXED_INPUTS
 
-# Producers that take a binary post-op: their dst is the post-op's first operand. Not BINARY: a
-# binary step with a broadcast binary post-op (RMSNorm's x * r * weight) ran so slowly in oneDNN 3.2
-# that the Llama-style example's prefill fell from ~3150 to ~1750 tokens/s (measured 2026-11-30).
-BINARY_POST_OP_HOSTS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL}
-COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 # oneDNN (3.2, 3.13.1) turns a NaN into a number in these. A standalone step puts it back; a post-op chain can be
 # guarded only for relu and clamp (the runtime reruns the step up to the clamp, then the rest of the
 # chain with the clamps on the host), so these stay standalone, and a clamp fuses only when it keeps
@@ -57,7 +52,7 @@ def _fusion_host(graph: Graph, index: int, step: Step) -> tuple[Step, int | None
     between them, if any."""
     if step.kind == StepKind.ELTWISE and _fusable_eltwise(step):
         candidates = [(step.inputs[0], None)]
-        hosts = set(POST_OP_FIXED_INPUTS)
+        hosts = frozenset(POST_OP_FIXED_INPUTS)
     elif step.kind == StepKind.BINARY and "post_ops" not in step.ints:
         src0, src1 = step.inputs
         candidates = [(src0, src1)]

@@ -1,9 +1,14 @@
+"""An int8 convolution or matmul followed by a quantize writes the quantized result itself.
+
+Static int8 models export conv -> dequantized fp32 -> quantize for the next layer; oneDNN applies a dst
+scale and zero point after the post-ops, so the fp32 tensor and the reorder that quantizes it go away.
+"""
+
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import StepKind
-
-INT8_HOSTS = {StepKind.CONVOLUTION, StepKind.MATMUL}
+from ..serialization.step_kinds import REQUANTIZE_HOSTS
 
 
 def fuse_requantize(graph: Graph) -> Graph:
@@ -36,6 +41,6 @@ def _requantize_host(graph: Graph, index: int) -> Step | None:
     if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
         return None
     host = graph.steps[producers[src]]
-    if host.kind not in INT8_HOSTS or "src_scale" not in host.floats or "dst_scale" in host.floats:
+    if host.kind not in REQUANTIZE_HOSTS or "src_scale" not in host.floats or "dst_scale" in host.floats:
         return None
     return host

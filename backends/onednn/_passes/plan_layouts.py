@@ -14,35 +14,17 @@ convolutions on the reference kernel (9.8 -> 106 ms, measured). What the plan de
 - a commutative binary step computes in the layout of its first operand: when only its second one
   may be native (a convolution's result added to a graph input), the two are swapped, so the plain
   operand is converted, not the convolution's result and everything downstream of it.
+Which kind picks, follows or needs a plain layout is a column of serialization/step_kinds.py.
 """
 
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, Layout, StepKind
+from ..serialization.step_kinds import COMMUTATIVE, READ_PLAIN, STEP_KINDS, LayoutRole
 
-# Steps whose oneDNN primitive lays out its result itself.
-CHOOSE_LAYOUT = frozenset(
-    {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.POOLING, StepKind.RESAMPLING, StepKind.REDUCTION}
-)
-# Steps that compute in the layout of their first input. (A concat keeps its inputs' layouts when none
-# of them is plain, else it writes plain.)
-FOLLOW_LAYOUT = frozenset({StepKind.ELTWISE, StepKind.BINARY, StepKind.BATCH_NORM})
-# Steps that pass their input's layout on through a view (of strided memory) or a copy.
-VIEW_LAYOUT = frozenset({StepKind.RESHAPE, StepKind.REORDER})
-# Steps that read their first input in plain layout only.
-READ_PLAIN = frozenset(
-    {
-        StepKind.MATMUL,
-        StepKind.LAYER_NORM,
-        StepKind.RMS_NORM,
-        StepKind.ADAPTIVE_POOLING,
-        StepKind.SOFTMAX,
-        StepKind.QUANTIZE_ROWS,
-        StepKind.ATTENTION,
-    }
-)
-COMMUTATIVE = frozenset({BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN})
+# Roles whose result is native when their first input is (a slice excepted: it copies a block out plain).
+FROM_FIRST_INPUT = frozenset({LayoutRole.FOLLOWS_FIRST_INPUT, LayoutRole.VIEW_OF_FIRST_INPUT})
 
 
 def plan_layouts(graph: Graph) -> Graph:
@@ -68,11 +50,12 @@ def _is_slice(step: Step) -> bool:
 
 
 def _may_write_native(step: Step, may_be_native: list[bool]) -> bool:
-    if step.kind in CHOOSE_LAYOUT:
+    role = STEP_KINDS[step.kind].layout
+    if role == LayoutRole.CHOOSES:
         return True
-    if step.kind == StepKind.CONCAT:
+    if role == LayoutRole.JOINS_INPUTS:
         return all(may_be_native[i] for i in step.inputs)
-    return step.kind in FOLLOW_LAYOUT | VIEW_LAYOUT and not _is_slice(step) and may_be_native[step.inputs[0]]
+    return role in FROM_FIRST_INPUT and not _is_slice(step) and may_be_native[step.inputs[0]]
 
 
 def _reads_plain(step: Step, value_id: int) -> bool:

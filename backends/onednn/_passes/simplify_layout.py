@@ -1,3 +1,9 @@
+"""Reshapes and permutes that change nothing are dropped, and chains of them merged into one.
+
+Exported attention is full of them (a head split is view -> permute -> view); left in place they stand
+between a matmul and the residual add that should become its post-op.
+"""
+
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step

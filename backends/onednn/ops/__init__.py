@@ -24,7 +24,27 @@ from .rules import KEEP_WHOLE as _PRIMITIVE_KEEP_WHOLE
 from .rules import OP_RULES as _PRIMITIVE_RULES
 from .rules import OpRule
 
-OP_RULES: dict[object, OpRule] = _PRIMITIVE_RULES | COMPOSITE_RULES | INDEXING_RULES
+RULE_TABLES: dict[str, dict[object, OpRule]] = {
+    "rules.py": _PRIMITIVE_RULES,
+    "composite.py": COMPOSITE_RULES,
+    "indexing.py": INDEXING_RULES,
+}
+
+
+def merge_rule_tables(tables: dict[str, dict[object, OpRule]]) -> dict[object, OpRule]:
+    """One table of every rule; an op with rows in two tables is an error (a merge would silently keep
+    the later one)."""
+    merged: dict[object, OpRule] = {}
+    home: dict[object, str] = {}
+    for name, table in tables.items():
+        for target, rule in table.items():
+            if target in merged:
+                raise ValueError(f"{target} has a rule in both {home[target]} and {name}")
+            merged[target], home[target] = rule, name
+    return merged
+
+
+OP_RULES = merge_rule_tables(RULE_TABLES)
 KEEP_WHOLE = _PRIMITIVE_KEEP_WHOLE + COMPOSITE_KEEP_WHOLE
 
 __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "rule_for", "unsupported_reason"]

@@ -8,9 +8,10 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 from torch.fx import Node
 
-from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
+from ..serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, ResamplingAlg, StepKind
+from .arguments import arg, int_arg
 from .context import LoweringContext, Unsupported
-from .rules import OP_RULES, OpRule, arg, emit_eltwise
+from .rules import OpRule, emit_eltwise, resampling_rule
 
 aten = torch.ops.aten
 
@@ -123,7 +124,7 @@ def lower_upsample_nearest(ctx: LoweringContext, node: Node) -> None:
 
 def lower_round_decimals(ctx: LoweringContext, node: Node) -> None:
     """PyTorch's order: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for negative d, in f32."""
-    decimals = int(arg(node, 1, "decimals", 0))  # type: ignore[arg-type]
+    decimals = int_arg(node, 1, "decimals", 0)
     src, dtype = ctx.value(node.args[0]), ctx.dtype(ctx.value(node.args[0]))
     dims = ctx.dims(src)
     power = float(torch.tensor(10.0 ** abs(decimals), dtype=torch.float32))
@@ -140,8 +141,9 @@ def lower_round_decimals(ctx: LoweringContext, node: Node) -> None:
         emit_eltwise(ctx, rounded, ctx.output(node), EltwiseAlg.LINEAR, power, 0.0)
 
 
-RESAMPLE_BILINEAR = OP_RULES[aten.upsample_bilinear2d.vec]
-RESAMPLE_NEAREST = OP_RULES[aten.upsample_nearest2d.vec]
+# The cases oneDNN's resampling computes as PyTorch does.
+RESAMPLE_BILINEAR = resampling_rule(ResamplingAlg.LINEAR)
+RESAMPLE_NEAREST = resampling_rule(ResamplingAlg.NEAREST)
 
 COMPOSITE_RULES: dict[object, OpRule] = {
     aten.log2.default: scaled_log_rule(1.0 / math.log(2.0)),
@@ -152,4 +154,4 @@ COMPOSITE_RULES: dict[object, OpRule] = {
     aten.round.decimals: OpRule(lower_round_decimals),
 }
 # Kept whole through ExecuTorch's decompositions (prelu would become where(x > 0, x, w * x)).
-COMPOSITE_KEEP_WHOLE = [aten.prelu.default]
+COMPOSITE_KEEP_WHOLE = [aten.prelu.default, aten.upsample_nearest2d.vec, aten.upsample_bilinear2d.vec]

@@ -12,8 +12,9 @@ import torch
 from torch.fx import Node
 
 from ..serialization.schema import TORCH_TO_DTYPE, ArgReductionAlg, HostElementwiseAlg, StepKind
+from .arguments import arg, bool_arg, int_arg, list_arg, node_arg
 from .context import SUPPORTED_DTYPES, LoweringContext, Unsupported, fake_tensor
-from .rules import OP_RULES, OpRule, arg, in_safe_softmax, lower_safe_softmax, match_safe_softmax, normalize_dim
+from .rules import OpRule, in_safe_softmax, lower_safe_softmax, match_safe_softmax, normalize_dim
 
 aten = torch.ops.aten
 INDICES = {torch.int64}
@@ -24,8 +25,8 @@ FLOAT_OR_INT64 = SUPPORTED_DTYPES | INDICES
 def arg_reduction_rule(alg: ArgReductionAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
         src = ctx.value(node.args[0])
-        dim = arg(node, 1, "dim")
-        axis = [] if dim is None else [normalize_dim(dim, len(ctx.dims(src)))]  # type: ignore[arg-type]
+        dim = None if arg(node, 1, "dim") is None else int_arg(node, 1, "dim")
+        axis = [] if dim is None else [normalize_dim(dim, len(ctx.dims(src)))]
         ctx.emit(StepKind.ARG_REDUCTION, [src], [ctx.output(node, INDICES)], {"alg": [alg], "axis": axis})
 
     return OpRule(lower)
@@ -39,55 +40,60 @@ def emit_gather(ctx: LoweringContext, node: Node, data: object, indices: object,
 
 
 def lower_index_select(ctx: LoweringContext, node: Node) -> None:
-    data, dim, indices = node.args[:3]
-    if len(fake_tensor(indices).shape) > 1:  # type: ignore[arg-type]
+    indices = node_arg(node, 2, "index")
+    if len(fake_tensor(indices).shape) > 1:
         raise Unsupported("index_select with indices of more than one dim")
-    emit_gather(ctx, node, data, indices, dim)  # type: ignore[arg-type]
+    emit_gather(ctx, node, node.args[0], indices, int_arg(node, 1, "dim"))
 
 
 def lower_embedding(ctx: LoweringContext, node: Node) -> None:
     # padding_idx, scale_grad_by_freq and sparse change only the gradient.
-    weight, indices = node.args[:2]
-    if len(fake_tensor(weight).shape) != 2:  # type: ignore[arg-type]
+    weight = node_arg(node, 0, "weight")
+    if len(fake_tensor(weight).shape) != 2:
         raise Unsupported("embedding with a weight of rank other than 2")
-    emit_gather(ctx, node, weight, indices, 0)
+    emit_gather(ctx, node, weight, node.args[1], 0)
 
 
 def lower_index(ctx: LoweringContext, node: Node) -> None:
     """x[..., idx] with one index tensor and slices (None) before it: a gather along that dim."""
-    data, indices = node.args[:2]
-    given = [i for i, index in enumerate(indices) if index is not None]  # type: ignore[union-attr, arg-type]
-    if len(given) != 1 or given[0] != len(indices) - 1:  # type: ignore[arg-type]
+    indices = list_arg(node, 1, "indices")
+    given = [i for i, index in enumerate(indices) if index is not None]
+    if len(given) != 1 or given[0] != len(indices) - 1:
         raise Unsupported("indexing by more than one tensor, or with dims after the index")
-    index = indices[given[0]]  # type: ignore[index]
+    index = indices[given[0]]
+    if not isinstance(index, Node):
+        raise Unsupported(f"indexing by {index!r}")
     if fake_tensor(index).dtype != torch.int64:
         raise Unsupported(f"indexing by a {fake_tensor(index).dtype} tensor")
-    emit_gather(ctx, node, data, index, given[0])
+    emit_gather(ctx, node, node.args[0], index, given[0])
 
 
 def lower_index_put(ctx: LoweringContext, node: Node) -> None:
     """x[:, ..., i0, i1, ...] = values (or += with accumulate): whole leading dims (a KV cache's batch
     and heads), then index tensors of one shape for the dims after them."""
-    x, index_list, values = node.args[:3]
-    accumulate = bool(arg(node, 3, "accumulate", False))
-    sliced = next((k for k, index in enumerate(index_list) if index is not None), len(index_list))  # type: ignore[arg-type]
-    indices = list(index_list[sliced:])  # type: ignore[index]
-    if not indices or any(index is None for index in indices):
+    x, values = node_arg(node, 0, "self"), node_arg(node, 2, "values")
+    accumulate = bool_arg(node, 3, "accumulate", False)
+    index_list = list_arg(node, 1, "indices")
+    sliced = next((k for k, index in enumerate(index_list) if index is not None), len(index_list))
+    indices = [index for index in index_list[sliced:] if isinstance(index, Node)]
+    if not indices or len(indices) != len(index_list) - sliced:
         raise Unsupported("index_put with a slice (None) after an index tensor, or without index tensors")
     shapes = {tuple(fake_tensor(index).shape) for index in indices}
     if len(shapes) != 1:
         raise Unsupported("index_put with index tensors of different shapes")
-    if fake_tensor(values).dtype != fake_tensor(x).dtype:  # type: ignore[arg-type]
+    if fake_tensor(values).dtype != fake_tensor(x).dtype:
         raise Unsupported("index_put with values of another dtype")
     inputs = [ctx.value(x), ctx.value(values), *(ctx.value(index, INDICES) for index in indices)]
     attrs = {"accumulate": [int(accumulate)]} | ({"sliced": [sliced]} if sliced else {})
     ctx.emit(StepKind.INDEX_PUT, inputs, [ctx.output(node)], attrs)
 
 
-def operand_pair(ctx: LoweringContext, node: Node, a: object, b: object) -> tuple[int, int]:
-    """Two operands of one dtype (float or int64) with no type promotion between them; a Python
-    scalar becomes a constant of the tensor's dtype, as PyTorch compares a tensor with a scalar."""
-    tensor = fake_tensor(a)  # type: ignore[arg-type]
+def operand_pair(ctx: LoweringContext, node: Node) -> tuple[int, int]:
+    """The call's two operands, of one dtype (float or int64) with no type promotion between them; a
+    Python scalar second operand becomes a constant of the tensor's dtype, as PyTorch compares a tensor
+    with a scalar."""
+    a, b = node_arg(node, 0, "self"), node.args[1]
+    tensor = fake_tensor(a)
     if tensor.dtype not in FLOAT_OR_INT64:
         raise Unsupported(f"{node.name}: operands of dtype {tensor.dtype}")
     first = ctx.value(a, FLOAT_OR_INT64)
@@ -102,7 +108,7 @@ def operand_pair(ctx: LoweringContext, node: Node, a: object, b: object) -> tupl
 
 def comparison_rule(alg: HostElementwiseAlg) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
-        a, b = operand_pair(ctx, node, node.args[0], node.args[1])
+        a, b = operand_pair(ctx, node)
         ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [ctx.output(node, BOOLEAN)], {"alg": [alg]})
 
     return OpRule(lower)
@@ -113,9 +119,9 @@ def extremum_rule(alg: HostElementwiseAlg) -> OpRule:
 
     def lower(ctx: LoweringContext, node: Node) -> None:
         dtype = fake_tensor(node).dtype  # operand_pair checks that both operands have one dtype
-        if not dtype.is_floating_point or fake_tensor(node.args[0]).dtype != dtype:  # type: ignore[arg-type]
+        if not dtype.is_floating_point or fake_tensor(node_arg(node, 0, "self")).dtype != dtype:
             raise Unsupported(f"{node.name}: maximum/minimum of dtypes other than one float dtype")
-        a, b = operand_pair(ctx, node, node.args[0], node.args[1])
+        a, b = operand_pair(ctx, node)
         ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [ctx.output(node, FLOAT_OR_INT64)], {"alg": [alg]})
 
     return OpRule(lower)
@@ -152,13 +158,14 @@ def unless_in_safe_softmax(rule: OpRule) -> OpRule:
 def lower_divide_rounding(ctx: LoweringContext, node: Node) -> None:
     modes = {"floor": HostElementwiseAlg.FLOOR_DIVIDE, "trunc": HostElementwiseAlg.TRUNC_DIVIDE}
     mode = node.kwargs.get("rounding_mode")
-    if mode not in modes:
+    alg = modes.get(mode) if isinstance(mode, str) else None
+    if alg is None:
         raise Unsupported(f"division with rounding_mode={mode!r}")
-    if fake_tensor(node).dtype != fake_tensor(node.args[0]).dtype:  # type: ignore[arg-type]
+    if fake_tensor(node).dtype != fake_tensor(node_arg(node, 0, "self")).dtype:
         raise Unsupported(f"{node.name}: division promoting its operands")
-    a, b = operand_pair(ctx, node, node.args[0], node.args[1])
+    a, b = operand_pair(ctx, node)
     out = ctx.output(node, FLOAT_OR_INT64)
-    ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [out], {"alg": [modes[mode]]})  # type: ignore[index]
+    ctx.emit(StepKind.HOST_ELEMENTWISE, [a, b], [out], {"alg": [alg]})
 
 
 def lower_where(ctx: LoweringContext, node: Node) -> None:
@@ -195,7 +202,7 @@ INDEXING_RULES: dict[object, OpRule] = {
     aten.index_put.default: OpRule(lower_index_put),
     aten.div.Tensor_mode: OpRule(lower_divide_rounding),
     **{op.Tensor: comparison_rule(alg) for op, alg in COMPARISONS.items()},
-    **{op.Scalar: comparison_rule(alg) for op, alg in COMPARISONS.items()},
+    **{op.Scalar: comparison_rule(alg) for op, alg in COMPARISONS.items() if op is not aten.eq},
     aten.eq.Scalar: unless_in_safe_softmax(comparison_rule(HostElementwiseAlg.EQ)),
     aten.logical_not.default: unless_in_safe_softmax(OpRule(lower_logical_not)),
     aten.logical_and.default: logical_rule(HostElementwiseAlg.LOGICAL_AND),
@@ -205,4 +212,3 @@ INDEXING_RULES: dict[object, OpRule] = {
     aten.maximum.default: extremum_rule(HostElementwiseAlg.MAXIMUM),
     aten.minimum.default: extremum_rule(HostElementwiseAlg.MINIMUM),
 }
-assert not set(INDEXING_RULES) & set(OP_RULES), "an op with two rules"

@@ -10,6 +10,7 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import torch
 import torch.ao.quantization.fx._decomposed  # registers the quantized_decomposed ops
@@ -28,6 +29,8 @@ from ..serialization.schema import (
     StepKind,
 )
 from ..serialization.shapes import SymDim, largest, same, same_dims, smallest
+from ..serialization.step_kinds import COMMUTATIVE
+from .arguments import arg, bool_arg, float_arg, floats_arg, int_arg, ints_arg, list_arg, node_arg, str_arg
 from .context import (
     SUPPORTED_DTYPES,
     LoweringContext,
@@ -52,14 +55,10 @@ class OpRule:
     users_ok: Callable[[Node, Callable[[Node], bool]], str | None] | None = None
 
 
-def arg(node: Node, index: int, name: str, default: object = None) -> object:
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
 def spatial(values: object, count: int, name: str) -> list[int]:
-    items = [values] if isinstance(values, int) else list(values)  # type: ignore[arg-type]
+    if not isinstance(values, (int, list, tuple)):
+        raise Unsupported(f"{name}={values!r} for {count} spatial dims")
+    items = [values] if isinstance(values, int) else list(values)
     if len(items) == 1:
         items = items * count
     if len(items) != count or not all(isinstance(v, int) for v in items):
@@ -95,24 +94,24 @@ def clamp_params(node: Node) -> tuple[EltwiseAlg, float, float]:
     return (
         EltwiseAlg.CLIP,
         # An absent bound is infinite: a finite stand-in would clamp an inf input.
-        -math.inf if low is None else float(low),  # type: ignore[arg-type]
-        math.inf if high is None else float(high),  # type: ignore[arg-type]
+        -math.inf if low is None else float_arg(node, 1, "min"),
+        math.inf if high is None else float_arg(node, 2, "max"),
     )
 
 
 def gelu_params(node: Node) -> tuple[EltwiseAlg, float, float]:
-    approximate = arg(node, 1, "approximate", "none")
+    approximate = str_arg(node, 1, "approximate", "none")
     algs = {"none": EltwiseAlg.GELU_ERF, "tanh": EltwiseAlg.GELU_TANH}
     if approximate not in algs:
         raise Unsupported(f"gelu approximate={approximate!r}")
-    return algs[approximate], 0.0, 0.0  # type: ignore[index]
+    return algs[approximate], 0.0, 0.0
 
 
 def elu_params(node: Node) -> tuple[EltwiseAlg, float, float]:
-    alpha, scale, input_scale = (arg(node, i, n, 1) for i, n in ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    scale, input_scale = arg(node, 2, "scale", 1), arg(node, 3, "input_scale", 1)
     if scale != 1 or input_scale != 1:
         raise Unsupported("elu with scale or input_scale other than 1")
-    return EltwiseAlg.ELU, float(alpha), 0.0  # type: ignore[arg-type]
+    return EltwiseAlg.ELU, float_arg(node, 1, "alpha", 1.0), 0.0
 
 
 def pow_params(node: Node) -> tuple[EltwiseAlg, float, float]:
@@ -124,12 +123,12 @@ def pow_params(node: Node) -> tuple[EltwiseAlg, float, float]:
 
 ELTWISE: dict[object, EltwiseParams] = {
     aten.relu.default: fixed(EltwiseAlg.RELU),
-    aten.leaky_relu.default: lambda n: (EltwiseAlg.RELU, float(arg(n, 1, "negative_slope", 0.01)), 0.0),  # type: ignore[arg-type]
+    aten.leaky_relu.default: lambda n: (EltwiseAlg.RELU, float_arg(n, 1, "negative_slope", 0.01), 0.0),
     aten.hardtanh.default: lambda n: (
         EltwiseAlg.CLIP,
-        float(arg(n, 1, "min_val", -1.0)),
-        float(arg(n, 2, "max_val", 1.0)),
-    ),  # type: ignore[arg-type]
+        float_arg(n, 1, "min_val", -1.0),
+        float_arg(n, 2, "max_val", 1.0),
+    ),
     aten.clamp.default: clamp_params,
     aten.gelu.default: gelu_params,
     aten.silu.default: fixed(EltwiseAlg.SWISH, 1.0),
@@ -191,7 +190,6 @@ BINARY: dict[object, BinaryAlg] = {
     aten.mul.Scalar: BinaryAlg.MUL,
     aten.div.Scalar: BinaryAlg.DIV,
 }
-COMMUTATIVE = {BinaryAlg.ADD, BinaryAlg.MUL, BinaryAlg.MAX, BinaryAlg.MIN}
 # x OP c as alpha * x + beta, and c OP x likewise (None: not expressible as LINEAR).
 SCALAR_RIGHT: dict[BinaryAlg, Callable[[float], tuple[float, float] | None]] = {
     BinaryAlg.ADD: lambda c: (1.0, c),
@@ -243,7 +241,9 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
         def operand(x: object) -> int:
             if isinstance(x, Node):
                 return ctx.value(x)
-            return ctx.graph.add_constant(torch.tensor(float(x)), DType.F32)  # type: ignore[arg-type]
+            if not isinstance(x, (int, float)):
+                raise Unsupported(f"{node.name}: operand {x!r}")
+            return ctx.graph.add_constant(torch.tensor(float(x)), DType.F32)
 
         src0, src1 = operand(lhs), operand(rhs)
         if alpha != 1:  # x + alpha * y: PyTorch fuses the multiply-add, here alpha * y is rounded first
@@ -276,13 +276,13 @@ QUANT_RANGES = {torch.uint8: (0, 255), torch.int8: (-128, 127)}
 def per_tensor_params(node: Node) -> tuple[float, int, torch.dtype]:
     """(scale, zero point, dtype) of a quantize/dequantize_per_tensor over the dtype's full range."""
     _x, scale, zero_point, quant_min, quant_max, dtype = node.args[:6]
-    if dtype not in QUANT_RANGES:
+    if not isinstance(dtype, torch.dtype) or dtype not in QUANT_RANGES:
         raise Unsupported(f"quantized dtype {dtype}")
-    if (quant_min, quant_max) != QUANT_RANGES[dtype]:  # type: ignore[index]
+    if (quant_min, quant_max) != QUANT_RANGES[dtype]:
         raise Unsupported(f"quantization range [{quant_min}, {quant_max}] narrower than {dtype}")
     if not isinstance(scale, float) or not isinstance(zero_point, int) or not scale > 0:
         raise Unsupported("quantization with tensor or non-positive scale")
-    return scale, zero_point, dtype  # type: ignore[return-value]
+    return scale, zero_point, dtype
 
 
 def lower_quantize(ctx: LoweringContext, node: Node) -> None:
@@ -321,6 +321,7 @@ class Int8Operands:
 
 @dataclass(frozen=True)
 class Int8Pattern:
+    activation: object  # the u8/s8 tensor the activation's dequantize reads
     data: torch.Tensor  # the s8 weights as quantized (possibly fake: the partitioner's checks)
     weight_scales: list[float]
     src_scale: float
@@ -335,25 +336,25 @@ def int8_pattern(ctx: LoweringContext, x: object, w: object, output_axis: int) -
     if not _is(x, qd.dequantize_per_tensor.default):
         return None
     weight_dtype = getattr(w, "kwargs", {}).get("out_dtype")
-    if x.kwargs.get("out_dtype") not in (None, torch.float32) or weight_dtype not in (None, torch.float32):  # type: ignore[union-attr]
+    if x.kwargs.get("out_dtype") not in (None, torch.float32) or weight_dtype not in (None, torch.float32):
         return None
     weights = _int8_weights(ctx, w, output_axis)
     if weights is None:
         return None
     data, weight_scales = weights
-    scale, zero_point, _dtype = per_tensor_params(x)  # type: ignore[arg-type]
-    return Int8Pattern(data, weight_scales, scale, zero_point)
+    scale, zero_point, _dtype = per_tensor_params(x)
+    return Int8Pattern(x.args[0], data, weight_scales, scale, zero_point)
 
 
 def _int8_weights(ctx: LoweringContext, w: object, output_axis: int) -> tuple[torch.Tensor, list[float]] | None:
     """(s8 data, one scale per output channel) of a dequantized constant weight, or None."""
     if _is(w, qd.dequantize_per_channel.default):
-        w_q, scales, zero_points, axis, quant_min, _quant_max, w_dtype = w.args[:7]  # type: ignore[union-attr]
+        w_q, scales, zero_points, axis, quant_min, _quant_max, w_dtype = w.args[:7]
         data, scales, zero_points = (ctx.constant_node_data(n) for n in (w_q, scales, zero_points))
         if data is None or scales is None or zero_points is None or axis != output_axis:
             return None
     elif _is(w, qd.dequantize_per_tensor.default):
-        w_q, scale, zero_point, quant_min, _quant_max, w_dtype = w.args[:6]  # type: ignore[union-attr]
+        w_q, scale, zero_point, quant_min, _quant_max, w_dtype = w.args[:6]
         data = ctx.constant_node_data(w_q)
         if data is None or data.dim() <= output_axis or not isinstance(scale, float) or not isinstance(zero_point, int):
             return None
@@ -361,7 +362,7 @@ def _int8_weights(ctx: LoweringContext, w: object, output_axis: int) -> tuple[to
         zero_points = torch.tensor([zero_point])
     else:
         return None
-    if w_dtype != torch.int8 or data.dtype != torch.int8 or quant_min < -128:  # type: ignore[operator]
+    if w_dtype != torch.int8 or data.dtype != torch.int8 or not isinstance(quant_min, int) or quant_min < -128:
         return None
     if output_axis == 1 and data.dim() != 2:
         return None
@@ -378,7 +379,7 @@ def int8_operands(ctx: LoweringContext, x: object, w: object, output_axis: int =
     pattern = int8_pattern(ctx, x, w, output_axis)
     if pattern is None:
         return None
-    src = ctx.value(x.args[0])  # type: ignore[union-attr]
+    src = ctx.value(pattern.activation)
     data = pattern.data.t() if output_axis == 1 else pattern.data
     return Int8Operands(
         src,
@@ -417,7 +418,7 @@ def every_user_taken(node: Node, supported: Callable[[Node], bool]) -> str | Non
 
 # --- convolution and matmul -----------------------------------------------------------------------
 def lower_convolution(ctx: LoweringContext, node: Node) -> None:
-    x, w, b, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
+    x, w, b, stride, padding, dilation, transposed, output_padding = node.args[:8]
     int8 = None if transposed else int8_operands(ctx, x, w)
     if int8 is not None:
         src, weights = int8.src, int8.weights
@@ -441,7 +442,8 @@ def lower_convolution(ctx: LoweringContext, node: Node) -> None:
         if any(out_pad):
             raise Unsupported("output_padding on a forward convolution")
         padding_r, kind = pad, StepKind.CONVOLUTION
-    ints = {"strides": strides, "padding_l": pad, "padding_r": padding_r, "dilation": dil, "groups": [int(groups)]}  # type: ignore[call-overload]
+    groups = int_arg(node, 8, "groups")
+    ints = {"strides": strides, "padding_l": pad, "padding_r": padding_r, "dilation": dil, "groups": [groups]}
     if int8 is None:
         ctx.emit(kind, [src, weights, bias], [ctx.output(node)], ints)
     else:
@@ -485,7 +487,7 @@ def lower_mm(ctx: LoweringContext, node: Node) -> None:
 
 # --- normalization, softmax -----------------------------------------------------------------------
 def lower_batch_norm(ctx: LoweringContext, node: Node) -> None:
-    x, weight, bias, mean, var, _momentum, eps = node.args[:7]
+    x, weight, bias, mean, var = node.args[:5]
     src = ctx.value(x)
     if len(ctx.dims(src)) < 2:
         raise Unsupported("batch norm needs a channel dim")
@@ -493,24 +495,23 @@ def lower_batch_norm(ctx: LoweringContext, node: Node) -> None:
     if any(ctx.constant(v) is None for v in stats):
         raise Unsupported("batch norm statistics must be constant")
     inputs = [src, *stats, ctx.optional_value(weight), ctx.optional_value(bias)]
-    ctx.emit(StepKind.BATCH_NORM, inputs, [ctx.output(node)], floats={"eps": [float(eps)]})  # type: ignore[arg-type]
+    ctx.emit(StepKind.BATCH_NORM, inputs, [ctx.output(node)], floats={"eps": [float_arg(node, 6, "eps")]})
 
 
 def lower_layer_norm(ctx: LoweringContext, node: Node) -> None:
-    x, normalized_shape, weight, bias, eps = node.args[:5]
-    if len(normalized_shape) != 1:  # type: ignore[arg-type]
+    x, weight, bias = node.args[0], node.args[2], node.args[3]
+    if len(list_arg(node, 1, "normalized_shape")) != 1:  # its items may be sizes of dynamic dims
         raise Unsupported("layer norm over more than the last dim")
     inputs = [ctx.value(x), ctx.optional_value(weight), ctx.optional_value(bias)]
-    ctx.emit(StepKind.LAYER_NORM, inputs, [ctx.output(node)], floats={"eps": [float(eps)]})  # type: ignore[arg-type]
+    ctx.emit(StepKind.LAYER_NORM, inputs, [ctx.output(node)], floats={"eps": [float_arg(node, 4, "eps")]})
 
 
 def softmax_rule(log: bool) -> OpRule:
     def lower(ctx: LoweringContext, node: Node) -> None:
-        x, dim, half_to_float = node.args[:3]
-        if half_to_float:
+        if node.args[2]:
             raise Unsupported("softmax with half_to_float")
-        src = ctx.value(x)
-        axis = normalize_dim(dim, len(ctx.dims(src)))  # type: ignore[arg-type]
+        src = ctx.value(node.args[0])
+        axis = normalize_dim(int_arg(node, 1, "dim"), len(ctx.dims(src)))
         ctx.emit(StepKind.SOFTMAX, [src], [ctx.output(node)], {"axis": [axis], "log": [int(log)]})
 
     return OpRule(lower)
@@ -527,7 +528,7 @@ class SafeSoftmax:
     members: frozenset[Node]
 
 
-def _is(node: object, target: object) -> bool:
+def _is(node: object, target: object) -> TypeGuard[Node]:
     return isinstance(node, Node) and node.op == "call_function" and aten_op(node.target) == target
 
 
@@ -544,11 +545,12 @@ def match_safe_softmax(where: Node) -> SafeSoftmax | None:
     if not (_is(unmasked, aten.logical_not.default) and _is(unmasked.args[0], aten.eq.Scalar)):
         return None
     is_masked = unmasked.args[0]
-    x, dim = softmax.args[0], softmax.args[1]
+    x = node_arg(softmax, 0, "self")
     if is_masked.args != (x, -math.inf) or fill.args[0] is not softmax:
         return None
-    rank = len(fake_tensor(x).shape)  # type: ignore[arg-type]
-    if normalize_dim(any_unmasked.args[1], rank) != normalize_dim(dim, rank) or not arg(any_unmasked, 2, "keepdim"):  # type: ignore[arg-type]
+    rank = len(fake_tensor(x).shape)
+    guarded_dim, dim = int_arg(any_unmasked, 1, "dim"), int_arg(softmax, 1, "dim")
+    if normalize_dim(guarded_dim, rank) != normalize_dim(dim, rank) or not bool_arg(any_unmasked, 2, "keepdim", False):
         return None
     owners = {softmax: {fill, where}, fill: {where}, keep_zero: {where}, any_unmasked: {keep_zero}}
     owners |= {unmasked: {any_unmasked}, is_masked: {unmasked}}
@@ -683,9 +685,10 @@ def reduction_rule(alg: ReductionAlg, has_dtype: bool) -> OpRule:
         dims = arg(node, 1, "dim")
         keepdim = arg(node, 2, "keepdim", False)
         dtype = arg(node, 3, "dtype") if has_dtype else None
-        if dtype is not None and dtype != fake_tensor(node.args[0]).dtype:  # type: ignore[arg-type]
+        if dtype is not None and dtype != fake_tensor(node_arg(node, 0, "self")).dtype:
             raise Unsupported("reduction to another dtype than its input's")
-        reduced = {normalize_dim(d, len(in_dims)) for d in dims} if dims else set(range(len(in_dims)))  # type: ignore[union-attr]
+        every_dim = set(range(len(in_dims)))
+        reduced = {normalize_dim(d, len(in_dims)) for d in ints_arg(node, 1, "dim")} if dims else every_dim
         kept = tuple(1 if i in reduced else d for i, d in enumerate(in_dims))
         reduced_value = ctx.output(node) if keepdim else ctx.new_value(kept, ctx.dtype(src))
         if alg == ReductionAlg.MEAN and len(in_dims) == 4 and reduced == {2, 3}:
@@ -723,12 +726,12 @@ def layout_rule(permutation: Callable[[Node, int], list[int]] | None = None) -> 
 
 
 def permute_dims(node: Node, rank: int) -> list[int]:
-    return [normalize_dim(d, rank) for d in node.args[1]]  # type: ignore[union-attr]
+    return [normalize_dim(d, rank) for d in ints_arg(node, 1, "dims")]
 
 
 def transpose_dims(node: Node, rank: int) -> list[int]:
     perm = list(range(rank))
-    a, b = (normalize_dim(d, rank) for d in node.args[1:3])  # type: ignore[arg-type]
+    a, b = normalize_dim(int_arg(node, 1, "dim0"), rank), normalize_dim(int_arg(node, 2, "dim1"), rank)
     perm[a], perm[b] = perm[b], perm[a]
     return perm
 
@@ -786,8 +789,9 @@ def expands_nothing(node: Node) -> bool:
 
 def lower_expand(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
-    if ctx.constant(src) is not None:
-        ctx.fold(node, ctx.constant(src).expand(ctx.dims_of(node)).contiguous())  # type: ignore[union-attr]
+    data = ctx.constant(src)
+    if data is not None:
+        ctx.fold(node, data.expand(ctx.dims_of(node)).contiguous())
     elif expands_nothing(node) or broadcast_by_users(node):
         ctx.alias(node, src)  # the consuming binary steps broadcast the unexpanded operand themselves
     else:
@@ -834,9 +838,9 @@ def expand_users_ok(node: Node, supported: Callable[[Node], bool]) -> str | None
 
 # --- concat, pad, resampling ----------------------------------------------------------------------
 def lower_cat(ctx: LoweringContext, node: Node) -> None:
-    sources = [ctx.value(x) for x in node.args[0]]  # type: ignore[union-attr]
+    sources = [ctx.value(x) for x in list_arg(node, 0, "tensors")]
     out_dims = ctx.dims_of(node)
-    axis = normalize_dim(arg(node, 1, "dim", 0), len(out_dims))  # type: ignore[arg-type]
+    axis = normalize_dim(int_arg(node, 1, "dim", 0), len(out_dims))
     if any(len(ctx.dims(s)) != len(out_dims) for s in sources):
         raise Unsupported("cat of tensors of different ranks")
     ctx.emit(StepKind.CONCAT, sources, [ctx.output(node)], {"axis": [axis]})
@@ -845,8 +849,8 @@ def lower_cat(ctx: LoweringContext, node: Node) -> None:
 def lower_constant_pad(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     # A pad computed from dynamic sizes (to a multiple of a window) follows them.
-    pad = [ctx.size(amount) for amount in node.args[1]]  # type: ignore[union-attr]
-    value = float(arg(node, 2, "value", 0.0))  # type: ignore[arg-type]
+    pad = [ctx.size(amount) for amount in list_arg(node, 1, "pad")]
+    value = float_arg(node, 2, "value", 0.0)
     rank = len(ctx.dims(src))
     if len(pad) % 2 or len(pad) > 2 * rank or min(pad, default=0) < 0:
         raise Unsupported(f"constant pad {pad}")
@@ -862,8 +866,9 @@ def resampling_rule(alg: ResamplingAlg) -> OpRule:
         in_dims, out_dims = ctx.dims(src), ctx.dims_of(node)
         if alg == ResamplingAlg.LINEAR and arg(node, 2, "align_corners", False):
             raise Unsupported("bilinear upsampling with align_corners=True")
-        scales = arg(node, 3 if alg == ResamplingAlg.LINEAR else 2, "scale_factors")
-        if scales is not None and any(o != i * s for i, o, s in zip(in_dims[2:], out_dims[2:], scales)):  # type: ignore[union-attr]
+        scales_at = (3 if alg == ResamplingAlg.LINEAR else 2, "scale_factors")
+        scales = None if arg(node, *scales_at) is None else floats_arg(node, *scales_at)
+        if scales is not None and any(o != i * s for i, o, s in zip(in_dims[2:], out_dims[2:], scales)):
             raise Unsupported("upsampling whose scale factor does not give the output size exactly")
         if alg == ResamplingAlg.NEAREST and any(o % i for i, o in zip(in_dims[2:], out_dims[2:])):
             raise Unsupported("nearest upsampling by a non-integer factor")
@@ -920,7 +925,7 @@ def define_reshaped(ctx: LoweringContext, node: Node, value: int) -> None:
 def lower_select(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     dims = ctx.dims(src)
-    dim = normalize_dim(node.args[1], len(dims))  # type: ignore[arg-type]
+    dim = normalize_dim(int_arg(node, 1, "dim"), len(dims))
     index = node.args[2]
     if not isinstance(index, int) or not -dims[dim] <= index < dims[dim]:
         raise Unsupported(f"select index {index!r}")
@@ -930,7 +935,7 @@ def lower_select(ctx: LoweringContext, node: Node) -> None:
 def lower_slice(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     dims = ctx.dims(src)
-    dim = normalize_dim(arg(node, 1, "dim", 0), len(dims))  # type: ignore[arg-type]
+    dim = normalize_dim(int_arg(node, 1, "dim", 0), len(dims))
     step = arg(node, 4, "step", 1)
     start, end = (ctx.size(arg(node, 2, "start")), ctx.size(arg(node, 3, "end")))
 
@@ -971,8 +976,8 @@ def emit_every_step_th(ctx: LoweringContext, src: int, dim: int, begin: int, sto
 def lower_split_with_sizes(ctx: LoweringContext, node: Node) -> None:
     src = ctx.value(node.args[0])
     dims = ctx.dims(src)
-    sizes = list(node.args[1])  # type: ignore[arg-type]
-    dim = normalize_dim(arg(node, 2, "dim", 0), len(dims))  # type: ignore[arg-type]
+    sizes = ints_arg(node, 1, "split_sizes")
+    dim = normalize_dim(int_arg(node, 2, "dim", 0), len(dims))
     if sum(sizes) != dims[dim] or min(sizes) < 1:
         raise Unsupported(f"split sizes {sizes} of dim {dims[dim]}")
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
@@ -1009,8 +1014,6 @@ OP_RULES: dict[object, OpRule] = {
     aten.amin.default: reduction_rule(ReductionAlg.MIN, has_dtype=False),
     aten.cat.default: OpRule(lower_cat),
     aten.constant_pad_nd.default: OpRule(lower_constant_pad),
-    aten.upsample_nearest2d.vec: resampling_rule(ResamplingAlg.NEAREST),
-    aten.upsample_bilinear2d.vec: resampling_rule(ResamplingAlg.LINEAR),
     aten.view_copy.default: layout_rule(),
     aten.squeeze_copy.dims: layout_rule(),
     aten.squeeze_copy.dim: layout_rule(),
@@ -1043,6 +1046,4 @@ KEEP_WHOLE = [
     aten.gelu.default,
     aten.leaky_relu.default,
     aten.elu.default,
-    aten.upsample_nearest2d.vec,
-    aten.upsample_bilinear2d.vec,
 ]

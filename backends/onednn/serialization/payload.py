@@ -16,7 +16,6 @@ from .schema import (
     CHECKSUMMED_FROM,
     FLAG_DYNAMIC,
     FLAG_WEIGHT_CHECKSUMS,
-    HOST_INDEX_STEPS,
     MAGIC,
     MAX_ATTRIBUTE_COUNT,
     MAX_RANK,
@@ -31,6 +30,7 @@ from .schema import (
     StepKind,
 )
 from .shapes import ShapeError, SymDim, at_point, decode, encode, gives_size_one_to_one
+from .step_kinds import HOST_INDEX_STEPS
 
 HOST_ONLY_DTYPES = (DType.S64, DType.BOOL)  # oneDNN's CPU primitives take neither
 E = TypeVar("E", bound=IntEnum)

@@ -102,9 +102,6 @@ class StepKind(IntEnum):
     INDEX_PUT = 23
 
 
-HOST_INDEX_STEPS = frozenset({StepKind.ARG_REDUCTION, StepKind.GATHER, StepKind.HOST_ELEMENTWISE, StepKind.INDEX_PUT})
-
-
 class EltwiseAlg(IntEnum):
     RELU = 0
     CLIP = 1
@@ -189,12 +186,3 @@ class HostElementwiseAlg(IntEnum):
 class PostOpKind(IntEnum):
     ELTWISE = 0
     BINARY = 1
-
-
-# Steps that accept post-ops, with the number of fixed input slots before the post-op operands.
-POST_OP_FIXED_INPUTS: dict[StepKind, int] = {
-    StepKind.CONVOLUTION: 3,
-    StepKind.DECONVOLUTION: 3,
-    StepKind.MATMUL: 3,
-    StepKind.BINARY: 2,
-}

@@ -16,7 +16,7 @@ import torch
 from executorch.backends.onednn import ComputeBf16FallbacksInFp32, OneDnnPartitioner, effective_isa
 from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.onednn.serialization.schema import DType, PostOpKind, StepKind
-from test_ops import CASES, OpCase
+from op_cases import CASES, OpCase
 from tester import classify, execute, flatten_outputs, lower, mismatch
 from torch import nn
 

@@ -14,11 +14,11 @@ import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn._passes import fuse_post_ops, passes_for, quantize_matmuls_dynamically, run_passes
-from executorch.backends.onednn._passes.dynamic_int8 import quantize_per_column
+from executorch.backends.onednn._passes.quantize_matmuls_dynamically import quantize_per_column
 from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
-from test_layouts import describe, execute_traced
+from support import describe, execute_traced
 from tester import execute, lower, mismatch
 from torch import nn
 

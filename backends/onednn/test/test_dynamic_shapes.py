@@ -25,6 +25,7 @@ from executorch.backends.onednn.serialization.shapes import (
     same,
     smallest,
 )
+from support import SIZE_ARITHMETIC_OPS
 from tester import execute_each, lower, mismatch
 from torch import nn
 from torch.export import Dim
@@ -340,10 +341,6 @@ class SizeArithmetic(nn.Module):
         rows, width = x.shape
         pairs = x.reshape(rows * 2, width // 2)[1:]
         return pairs.reshape(-1)[: width + rows - 1 - rows % 3].relu()
-
-
-# The size arithmetic ops (ops/rules.py's SIZE_ARITHMETIC) this file runs; test_ops.py counts on it.
-SIZE_ARITHMETIC_OPS = frozenset({"aten::sym_size", "add", "sub", "mul", "floordiv", "mod"})
 
 
 def test_size_arithmetic_is_taken_with_its_users() -> None:

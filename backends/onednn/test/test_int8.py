@@ -10,7 +10,6 @@ quantization error itself: held to FP32_TOLERANCE of the output's largest magnit
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,50 +20,14 @@ from executorch.backends.onednn.ops import context
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
-from test_layouts import describe, execute_traced
+from support import QUANT_STEPS, Exported, describe, execute_traced, output_scale, quantize
 from tester import Lowered, execute, flatten_outputs, lower
 from torch import nn
-from torchao.quantization.pt2e import MinMaxObserver, allow_exported_model_train_eval
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e import MinMaxObserver
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 qd = torch.ops.quantized_decomposed
-QUANT_STEPS = 2.0
 FP32_TOLERANCE = 0.05
-CALIBRATION_BATCHES = 8
-
-
-class Exported(nn.Module):
-    """The converted GraphModule behind a module whose eval() works (tester.lower calls it)."""
-
-    def __init__(self, graph_module: torch.fx.GraphModule) -> None:
-        super().__init__()
-        self.graph_module = graph_module
-
-    def forward(self, *inputs: torch.Tensor) -> object:
-        return self.graph_module(*inputs)
-
-
-def quantize(model: nn.Module, example: tuple[torch.Tensor, ...], quantizer: object = None) -> torch.fx.GraphModule:
-    """prepare_pt2e, calibrate on `example` and random inputs shaped like it, convert_pt2e."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prepared = prepare_pt2e(torch.export.export(model.eval(), example).module(), quantizer or OneDnnQuantizer())
-        with torch.no_grad():
-            prepared(*example)  # the test's own input is part of the calibration data
-            for _ in range(CALIBRATION_BATCHES - 1):
-                prepared(*(torch.randn_like(x) for x in example))
-        converted = convert_pt2e(prepared)
-    allow_exported_model_train_eval(converted)  # tester.lower calls eval()
-    return converted
-
-
-def output_scale(converted: torch.fx.GraphModule) -> float:
-    """The scale of the dequantize producing the model's output."""
-    (out,) = [n for n in converted.graph.nodes if n.op == "output"]
-    (result,) = out.args[0]
-    assert result.target == qd.dequantize_per_tensor.default, f"output is {result.target}"
-    return float(result.args[1])
 
 
 def assert_matches_converted(

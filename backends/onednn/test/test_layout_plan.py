@@ -15,8 +15,7 @@ import torch
 from executorch.backends.onednn._passes import plan_layouts
 from executorch.backends.onednn.serialization.payload import Graph
 from executorch.backends.onednn.serialization.schema import BinaryAlg, Layout, StepKind
-from test_layouts import Record, execute_traced, preprocessed_with
-from test_ops import Fn
+from support import Fn, Record, execute_traced, preprocessed_with
 from tester import DEFAULT_TOLERANCE, flatten_outputs, lower, mismatch
 from torch import nn
 

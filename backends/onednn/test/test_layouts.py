@@ -11,9 +11,6 @@ inputs, constants, other convolutions, permutes, slices, pooling, resampling, co
 
 from __future__ import annotations
 
-import ctypes
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
@@ -21,99 +18,14 @@ from typing import TypeVar
 
 import pytest
 import torch
-from executorch.backends.onednn import OneDnnBackend, onednn_preprocess
 from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batch_norm, run_passes
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
-from executorch.backends.onednn.serialization.payload import Graph, Step, deserialize
+from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, EltwiseAlg, PostOpKind, StepKind
-from executorch.exir.lowered_backend_module import LoweredBackendModule
-from test_ops import Fn
-from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, in_worker, lower, mismatch
+from support import Fn, Variant, describe, execute_traced, preprocessed_with
+from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
-
-
-# --- running a program with oneDNN's verbose trace ------------------------------------------------------
-@dataclass(frozen=True)
-class Record:
-    """One primitive execution from oneDNN's verbose log."""
-
-    primitive: str  # 'convolution', 'reorder', 'binary', ...
-    layouts: tuple[tuple[str, str], ...]  # (argument, format tag): ('src', 'abcd'), ('dst', 'aBcd16b')
-    post_ops: tuple[str, ...]  # 'binary_add:f32:14:acdb', 'eltwise_relu', ...
-    problem: str
-    implementation: str = ""  # 'brg:avx512_core', 'gemm:jit', 'ref:any', ...
-
-    def __str__(self) -> str:
-        layouts = " ".join(f"{arg}:{tag}" for arg, tag in self.layouts)
-        post_ops = f" post-ops {'+'.join(self.post_ops)}" if self.post_ops else ""
-        return f"{self.primitive} [{self.implementation}] {layouts}{post_ops} ({self.problem})"
-
-
-def parse_verbose(text: str) -> list[Record]:
-    """oneDNN's (>= 3.5) execution lines: onednn_verbose,v1,primitive,exec,cpu,<primitive>,<implementation>,
-    <prop kind>,<memory descriptors>,<attributes>,<auxiliary>,<problem>,<ms>; a memory descriptor reads
-    <argument>:<type>:<properties>:blocked:<format tag>:<extra>:<flags>."""
-    records = []
-    for line in text.splitlines():
-        fields = line.split(",")
-        if len(fields) < 13 or fields[0] != "onednn_verbose" or fields[2:4] != ["primitive", "exec"]:
-            continue
-        primitive, implementation, memory_descriptors, attributes, problem = (fields[i] for i in (5, 6, 8, 9, 11))
-        layouts = []
-        for md in memory_descriptors.split():
-            parts = md.split(":")
-            if len(parts) >= 5:
-                layouts.append((parts[0], parts[4]))
-        post_ops: tuple[str, ...] = ()
-        for attr in attributes.split():
-            if attr.startswith("attr-post-ops:"):
-                post_ops = tuple(attr.removeprefix("attr-post-ops:").split("+"))
-        records.append(Record(primitive, tuple(layouts), post_ops, problem, implementation))
-    return records
-
-
-def describe(trace: list[Record]) -> str:
-    return "runtime trace of execute():\n" + "\n".join(f"    {record}" for record in trace)
-
-
-def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) -> tuple[list[torch.Tensor], str]:
-    """Runs in the worker: load, then execute with oneDNN's verbose log captured from stdout."""
-    from executorch.backends.onednn import set_verbose, set_winograd
-    from executorch.runtime import Runtime
-
-    libc = ctypes.CDLL(None)
-    set_winograd(winograd)
-    try:
-        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
-        method = program.load_method("forward")
-    finally:
-        set_winograd("avx2")
-    with tempfile.TemporaryFile() as log:
-        libc.fflush(None)
-        saved_stdout = os.dup(1)
-        os.dup2(log.fileno(), 1)
-        set_verbose(1)
-        try:
-            outputs = method.execute(inputs)
-            libc.fflush(None)
-        finally:
-            set_verbose(0)
-            os.dup2(saved_stdout, 1)
-            os.close(saved_stdout)
-        log.seek(0)
-        text = log.read().decode(errors="replace")
-    return [o.clone() for o in outputs], text
-
-
-def execute_traced(
-    buffer: bytes, inputs: tuple[torch.Tensor, ...], winograd: str = "never"
-) -> tuple[list[torch.Tensor], list[Record]]:
-    """Outputs of one execute() and the primitives it ran, with their layouts and post-ops. The checks
-    here are of oneDNN's convolution kernels: by default 3x3 convolutions do not compute through
-    Winograd (test_winograd.py checks that path)."""
-    outputs, log = in_worker(_execute_traced, buffer, list(inputs), winograd)  # type: ignore[misc]
-    return outputs, parse_verbose(log)
 
 
 def is_plain(tag: str) -> bool:
@@ -145,36 +57,9 @@ def delegate_io(lowered: Lowered) -> DelegateIO:
     return DelegateIO(inputs, outputs)
 
 
-@dataclass
-class Variant:
-    buffer: bytes
-    processed_bytes: bytes
-    graph: Graph
-
-
 def with_passes(lowered: Lowered, passes: list[GraphPass]) -> Variant:
     """The program of `lowered` with its one delegate preprocessed by `passes` only."""
     return preprocessed_with(lowered, "run_passes", lambda graph, *_: run_passes(graph, passes))
-
-
-def preprocessed_with(lowered: Lowered, stage: str, replacement: Callable[..., Graph]) -> Variant:
-    """The program of `lowered` with its one delegate preprocessed again, `stage` of onednn_preprocess
-    ('run_passes', 'plan_layouts') replaced."""
-    (module,) = lowered.lowered_modules
-    original = getattr(onednn_preprocess, stage)
-    setattr(onednn_preprocess, stage, replacement)
-    try:
-        result = OneDnnBackend.preprocess(module.original_module, module.compile_specs)
-    finally:
-        setattr(onednn_preprocess, stage, original)
-    rebuilt = LoweredBackendModule(
-        module.original_module,
-        module.backend_id,
-        result.processed_bytes,
-        module.compile_specs,
-        result.data_store_output,
-    )
-    return Variant(rebuilt.buffer(), result.processed_bytes, deserialize(result.processed_bytes))
 
 
 # --- the payload's fusion decisions as text ----------------------------------------------------------

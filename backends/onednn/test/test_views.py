@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 from executorch.backends.onednn.serialization.schema import StepKind
-from test_layouts import Record, describe, execute_traced
-from test_ops import Fn
+from support import Fn, Record, describe, execute_traced
 from tester import DEFAULT_TOLERANCE, flatten_outputs, lower, mismatch
 from torch import nn
 

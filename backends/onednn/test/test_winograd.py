@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from executorch.backends.onednn import int8_products_exact, set_winograd
-from test_int8 import QUANT_STEPS, Exported, output_scale, quantize
-from test_layouts import Record, describe, execute_traced
+from support import QUANT_STEPS, Exported, Record, describe, execute_traced, output_scale, quantize
 from tester import flatten_outputs, lower
 from torch import nn
 

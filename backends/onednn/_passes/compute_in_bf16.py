@@ -3,29 +3,15 @@
 Convolutions and matmuls then read bf16 (their fp32 weights are converted once, at init) and
 accumulate in fp32, which is what oneDNN's bf16 kernels (AVX512-BF16, AMX) do. Steps whose result is
 numerically sensitive keep an fp32 output: their bf16 inputs are widened and the statistics, sums
-and exponentials are computed in fp32. So does a transformer's residual stream.
+and exponentials are computed in fp32. So does a transformer's residual stream. Which kind does what
+is a column of serialization/step_kinds.py.
 """
 
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
-
-KEEP_FP32 = {
-    StepKind.SOFTMAX,
-    StepKind.LAYER_NORM,
-    StepKind.RMS_NORM,
-    StepKind.ADAPTIVE_POOLING,
-    StepKind.BATCH_NORM,
-    StepKind.REDUCTION,
-    StepKind.QUANTIZE_ROWS,
-}
-# These compute in bf16 even between fp32 delegate inputs and outputs (they read and write fp32 there;
-# attention keeps its scores and softmax in fp32).
-MATRIX_STEPS = {StepKind.CONVOLUTION, StepKind.DECONVOLUTION, StepKind.MATMUL, StepKind.ATTENTION}
-# Layout steps keep their input's type: a type change there would be an extra conversion. A gather
-# copies rows of its data as they are.
-FOLLOW_INPUT = {StepKind.RESHAPE, StepKind.REORDER, StepKind.GATHER}
+from ..serialization.step_kinds import COMPUTE_IN_BF16, FOLLOW_INPUT_DTYPE, KEEP_FP32
 
 
 def compute_in_bf16(graph: Graph) -> Graph:
@@ -33,14 +19,14 @@ def compute_in_bf16(graph: Graph) -> Graph:
     for step in graph.steps:
         if any(name in step.floats for name in ("src_scale", "weight_scales", "dst_scale")):
             continue  # int8 steps and quantize/dequantize keep the types the quantization chose
-        if step.kind in MATRIX_STEPS:
+        if step.kind in COMPUTE_IN_BF16:
             step.ints["compute_bf16"] = [1]
         keep_fp32 = step.kind in KEEP_FP32 or _is_residual_matmul(step)
         for value_id in step.outputs:
             value = graph.values[value_id]
             if value_id in boundary or value.dtype != DType.F32 or keep_fp32:
                 continue
-            value.dtype = graph.values[step.inputs[0]].dtype if step.kind in FOLLOW_INPUT else DType.BF16
+            value.dtype = graph.values[step.inputs[0]].dtype if step.kind in FOLLOW_INPUT_DTYPE else DType.BF16
     return graph
 
 

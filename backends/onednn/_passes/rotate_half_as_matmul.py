@@ -1,3 +1,10 @@
+"""Rotary embeddings' rotate_half, a concat of signed slices of the last dim, becomes one matmul.
+
+cat(-x[..., D/2:], x[..., :D/2]) is x @ R for a constant signed permutation R: one matmul instead of
+two slice copies, a negation and a concat, and the multiply by sin and the add that follow become its
+post-ops (fuse_post_ops).
+"""
+
 from __future__ import annotations
 
 import torch

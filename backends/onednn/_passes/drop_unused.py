@@ -1,3 +1,10 @@
+"""Steps nothing reads and values nothing references are removed, the values renumbered densely.
+
+The fusions leave dead steps and orphaned values (a fused eltwise's input, a folded batch norm's
+statistics) behind them; the payload and the runtime's memory plan then hold only what is computed.
+Runs last.
+"""
+
 from __future__ import annotations
 
 from ..serialization.payload import Graph, Value
