@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # Makes the environment ready, installing only what is missing: a virtual environment in .venv with the
 # pinned packages, Debian's gtest (with --tests), the packages of scripts/requirements-NAME.txt (with
 # --requirements NAME, any number of times), and this repository's delegate built and installed into

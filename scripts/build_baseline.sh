@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds this repository's delegate at another git revision, in an environment of its own, for the
 # benchmark to run next to the current build (scripts/run_benchmark.sh --baseline-library PATH).
 #   scripts/build_baseline.sh [REV]   default: 7fdc3cf, the last revision on oneDNN 3.2 (TBB wheels)

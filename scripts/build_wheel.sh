@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes dist/executorch_onednn-<version>-py3-none-linux_x86_64.whl: the Python package with the C++
 # runtime (oneDNN linked in) and onednn_runner. Built against the torch and executorch of $PYTHON
 # (default: .venv's), which must also have scikit-build-core, cmake and ninja (scripts/requirements.txt);

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # The benchmark: our oneDNN delegate against XNNPACK, ONNX Runtime, OpenVINO (when installed), ExecuTorch
 # without a delegate and eager PyTorch on the benchmark model suite; writes results/<date>/.
 # Arguments go to examples/onednn/benchmark.py (e.g. --models resnet18,mlp --runs 20 --threads 2; --help).

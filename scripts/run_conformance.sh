@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # ExecuTorch's backend conformance suite for our flows, next to XNNPACK's, with a markdown summary:
 #   scripts/run_conformance.sh [--suite operators|models] [--flows a,b] [--write-md CONFORMANCE.md] ...
 # (every option of backends/onednn/test/conformance/run_suite.py; --help lists them). The model suite

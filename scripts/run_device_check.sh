@@ -1,4 +1,6 @@
 #!/bin/bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # The one call to make on the lent AMX machine (the tool `device`): the machine, the C++ tests, every program of
 # results/device/bundle.tar.xz (from `python -m examples.onednn.device_check pack`) checked and timed, and the
 # kernels oneDNN picked for a few bf16/int8 programs. Carry results/device/bundle.tar.xz and run

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # Fuzzes the payload parser and init(): builds backends/onednn/test/fuzz/ with clang-15 (libFuzzer,
 # AddressSanitizer, UndefinedBehaviorSanitizer) in build/cmake-fuzz, installing Debian's clang-15 when
 # it is missing, writes the seeds when backends/onednn/test/fuzz/seeds/ is empty, and runs the fuzzer

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # valgrind memcheck over the C++ runtime tests of a normal build (build/cmake-test, as run_tests.sh
 # builds it, or $ONEDNN_TEST_BUILD): exits 1 on any memory error or any definitely or possibly lost block that
 # backends/onednn/test/cpp/valgrind.supp does not cover. Installs Debian's valgrind when it is missing;

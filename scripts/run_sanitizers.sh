@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # The C++ runtime tests under AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer: the
 # delegate and the tests built with EXECUTORCH_ONEDNN_SANITIZE=ON by gcc 12 in build/cmake-asan, then
 # ctest there. Any report fails its test. The environment comes from scripts/bootstrap.sh --tests.

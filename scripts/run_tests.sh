@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # Every test: lint, the C++ runtime tests (gtest through ctest), the Python tests (pytest) and
 # ExecuTorch's backend conformance suite for our fp32 flow, with the other x86 runtimes of
 # scripts/requirements-tests.txt installed next to the delegate.
@@ -10,6 +12,10 @@ export PATH="$venv/bin:$PATH"
 
 echo "== ruff"
 ruff check "$root/backends" "$root/examples"
+
+echo "== clang-format (.clang-format; \`clang-format -i FILE\` applies it)"
+find "$root/backends" "$root/examples" \( -name '*.cpp' -o -name '*.h' \) -print0 |
+  xargs -0 clang-format --dry-run --Werror
 
 echo "== C++ runtime tests (ctest)"
 cmake -S "$root" -B "$root/build/cmake-test" -G Ninja -DEXECUTORCH_BUILD_TESTS=ON \

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """ExecuTorch backend delegate running PyTorch programs on x86 CPUs through oneDNN.
 
 Importing this package registers the C++ runtime (`OneDnnBackend`) with ExecuTorch's runtime in this

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Loads the C++ runtime into this process so ExecuTorch's runtime can find `OneDnnBackend`, and
 sets the number of threads it runs oneDNN on (ExecuTorch's Python runtime has no backend options)."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """OneDnnBackend.preprocess: claimed subgraph -> payload bytes + constants in the named data store."""
 
 from __future__ import annotations

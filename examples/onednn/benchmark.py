@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Benchmark: our oneDNN delegate against XNNPACK, ONNX Runtime, OpenVINO (when installed), ExecuTorch
 without a delegate and eager PyTorch, on the models of `benchmark_models.py`, fp32.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Oversubscription check: the delegate's threads and ExecuTorch's portable kernels taking turns.
 
     python -m examples.onednn.benchmark_alternation --threads 1,2

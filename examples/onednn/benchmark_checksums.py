@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """What weight checksums cost: load + init of one benchmark model's .pte with and without them.
 
     python -m examples.onednn.benchmark_checksums --models resnet50,bert_base --rounds 7

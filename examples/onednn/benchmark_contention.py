@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Latency of our delegate while other processes compete for the cores, per build or setting.
 
     python -m examples.onednn.benchmark_contention --models mlp,vit_tiny --threads 2 \

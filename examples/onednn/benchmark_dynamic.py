@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """What dynamic shapes cost: one encoder exported with a dynamic sequence length, against the same
 encoder exported at one static length.
 

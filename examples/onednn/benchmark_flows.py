@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The runtimes the benchmark compares, as a table of flows.
 
 A `Flow` says how to turn a model into an artifact on disk (`export`, run in the export process) and,

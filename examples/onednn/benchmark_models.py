@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The benchmark suite: full-size random-weight models, built in code, no downloads.
 
 `BENCH_MODELS[name]` is a `BenchModel`: a label for tables and a factory giving the model in eval mode

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Per-call overhead: one tiny op (relu of 8 floats) through each delegate, against ExecuTorch's own kernel.
 
     python -m examples.onednn.benchmark_overhead --threads 2

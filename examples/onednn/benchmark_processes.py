@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The benchmark's child processes, seen from the parent: long-lived export processes (one per model
 exported at once, each restarted when it dies or hangs) and one fresh process per (model, flow) run,
 forked from a preloaded server. All get the same thread settings."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Renders benchmark results (the dict `benchmark.py` writes as results.json): markdown tables, a bar chart
 of speed relative to XNNPACK, and the committed BENCHMARKS.md page."""
 

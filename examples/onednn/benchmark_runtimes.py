@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A/B timing of two builds of the runtime on the same `.pte` files.
 
     python -m examples.onednn.benchmark_runtimes --baseline old/libexecutorch_backend_onednn.so \\

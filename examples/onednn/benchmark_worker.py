@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The benchmark's child processes. `benchmark.py` starts them; they talk through files in a work folder.
 
     python -m examples.onednn.benchmark_worker serve-exports      # per model (spec path on stdin):

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks and times the delegate on a machine without Python packages for it (the AMX Xeon lent to some
 sessions as `device`: Python 3.12 and numpy, no torch 2.13, no executorch, no package registry).
 

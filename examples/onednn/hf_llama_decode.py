@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A Hugging Face `transformers` Llama (built from a config, random weights, no download) exported with
 its static KV cache inside the program, as transformers' ExecuTorch recipe does, then greedy decoding.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Top-1 agreement of a statically quantized (int8) classifier with its fp32 self.
 
     python -m examples.onednn.int8_agreement [--model trained_cnn] [--images 1000]

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A Llama-style decoder with a KV cache, exported with a delegate: prefill a prompt, then greedy decoding.
 
     python -m examples.onednn.llama_decode --steps 64 --threads 2

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Silences the third-party messages the main job would otherwise print around its table, each by its
 known text, where it is produced; anything else still shows. Import before torch and executorch.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The main job: export a built-in model with the oneDNN delegate, run it through the ExecuTorch
 runtime, check it against eager PyTorch, and time it next to XNNPACK and the non-delegated runtime.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 when
 asked for, and plan_layouts last). Each module is named after the pass it holds (fold_arithmetic holds
 two: drop_neutral_binaries and fold_operand_scales; provenance holds no pass, but how sources follow

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """precision="bf16": activations inside the delegate become bf16; its inputs and outputs stay fp32.
 
 Convolutions and matmuls then read bf16 (their fp32 weights are converted once, at init) and

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Steps nothing reads and values nothing references are removed, the values renumbered densely.
 
 The fusions leave dead steps and orphaned values (a fused eltwise's input, a folded batch norm's

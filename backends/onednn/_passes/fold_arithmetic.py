@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Arithmetic that changes nothing or that a matmul can apply more cheaply is folded away.
 
 drop_neutral_binaries removes `x + 0`, `x * 1` and the like with a constant operand; fold_operand_scales

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A batch norm reading only a convolution's result is folded into the convolution's weights and bias.
 
 In inference a batch norm is a per-channel affine map: conv -> batch norm becomes one convolution, and

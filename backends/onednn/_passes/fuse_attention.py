@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Attention as one ATTENTION step: softmax(q @ kᵀ * scale [+ mask]) @ v.
 
 PyTorch's decomposition of scaled_dot_product_attention (and attention written out by hand) lowers to

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Elementwise steps and residual binaries become post-ops of the step producing their input.
 
 oneDNN applies post-ops to a convolution's or matmul's result while it is still in registers or cache:

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """An int8 convolution or matmul followed by a quantize writes the quantized result itself.
 
 Static int8 models export conv -> dequantized fp32 -> quantize for the next layer; oneDNN applies a dst

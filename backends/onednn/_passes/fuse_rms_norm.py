@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """RMSNorm as one RMS_NORM step: x * rsqrt(mean(x * x, -1) + eps) [* weight].
 
 Llama-style models (and Hugging Face's LlamaRMSNorm) export it as six steps: the square (a binary

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Where activations may stay in oneDNN's own layouts, decided for the whole partition ahead of time.
 
 Which layout a convolution computes fastest in depends on the CPU, so the plan does not name it:

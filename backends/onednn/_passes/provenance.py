@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Step.sources across the passes: the debug handles of the FX nodes each step computes, which preprocess
 maps each step's profiling event to. A step a pass removes hands its sources to the steps that now
 produce its outputs (a fusion's host), else to the steps the pass created (an attention step replacing

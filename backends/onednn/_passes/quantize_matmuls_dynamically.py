@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """dynamic_int8=True: matmuls with a stored 2-D weight (linear layers) compute in int8, their activations
 quantized per row (per token) at run time and their weights per output column ahead of time.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Activations written out as arithmetic become one ELTWISE step.
 
 Hugging Face's GPT-2 writes its GELU as `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`:

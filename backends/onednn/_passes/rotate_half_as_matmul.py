@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Rotary embeddings' rotate_half, a concat of signed slices of the last dim, becomes one matmul.
 
 cat(-x[..., D/2:], x[..., :D/2]) is x @ R for a constant signed permutation R: one matmul instead of

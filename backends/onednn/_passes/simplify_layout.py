@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Reshapes and permutes that change nothing are dropped, and chains of them merged into one.
 
 Exported attention is full of them (a head split is view -> permute -> view); left in place they stand

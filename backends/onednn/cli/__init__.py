@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line of the oneDNN delegate: `python -m executorch.backends.onednn` or `executorch-onednn`.
 
     executorch-onednn export resnet_small -o resnet.pte --precision bf16

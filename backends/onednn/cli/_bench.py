@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """`bench`: times a .pte, or a model across backends (oneDNN fp32 and bf16, XNNPACK), writing a markdown
 table and a PNG chart. One process, in turn; `examples/onednn/benchmark.py` is the full suite (a fresh
 process per flow, more runtimes, peak memory)."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """What the subcommands share: finding a model, reading and making inputs, loading a program, and
 telling the user what went wrong and what to do."""
 

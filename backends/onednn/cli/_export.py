@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """`export`: a zoo model or the user's own → a .pte delegated to oneDNN (and a .ptd on request), with a
 record of what the partitioner left to ExecuTorch and why, which `inspect` reads."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """`inspect`: what runs where in a .pte: each method's instructions in order, the oneDNN subgraphs (their
 steps and weight bytes), every op left to ExecuTorch's kernels with the partitioner's reason, an HTML
 report with the program drawn; `--compare` runs each delegated subgraph against its edge ops."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The self-contained HTML report of `inspect`: tables, and each method drawn as an SVG graph whose boxes
 are its instructions in execution order (green: oneDNN, grey: ExecuTorch's kernels) and whose edges
 follow the values from the instruction that last wrote them to those that read them."""

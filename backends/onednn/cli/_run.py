@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """`run`: executes a .pte on random inputs or on .npy/.pt files; prints or saves the outputs."""
 
 from __future__ import annotations

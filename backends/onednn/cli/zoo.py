@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The built-in model zoo: small random-weight networks in plain torch.nn, no downloads.
 
 Each `MODELS` entry builds a model in eval mode with its example inputs; weights and inputs come from

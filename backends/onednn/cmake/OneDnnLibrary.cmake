@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # oneDNN for the delegate: a pinned upstream release built from source as a static, CPU-only library
 # with its THREADPOOL runtime (runtime/WorkerPool.h runs it), linked into the delegate with its
 # symbols hidden. Built once per machine and settings, at configure time, into a cache that every later

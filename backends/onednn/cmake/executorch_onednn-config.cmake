@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 # find_package(executorch_onednn CONFIG): the oneDNN delegate's runtime library, installed by
 # `cmake --install` (or inside the pip package, executorch/backends/onednn/cmake/executorch_onednn).
 #

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Op support and lowering: the rule tables (rules.py, composite.py, indexing.py) and the whole-program lowering."""
 
 from __future__ import annotations

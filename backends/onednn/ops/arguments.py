@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A node's arguments by position or keyword, checked for the type the op's schema gives them.
 
 An argument of another type than the rule expects refuses the node (`Unsupported`, with the argument's

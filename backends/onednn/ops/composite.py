@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Ops with no oneDNN primitive of their own, lowered as a few existing steps with the same result."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns FX nodes into payload values and steps; shared by the partitioner's checks and preprocess."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Ops on indices and masks (int64 and bool tensors), which oneDNN's CPU primitives do not take.
 
 They lower to the runtime's host index steps: ARG_REDUCTION (argmax, argmin), GATHER (index_select,

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Every op the delegate takes, one row each: how it lowers to a runtime step.
 
 A rule's lowering is also its support check: it raises `Unsupported` for anything the runtime cannot

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """A transform pass computing in fp32 the bf16 ops the delegate has no rule for, with casts around them.
 
 ExecuTorch's own kernels compute bf16 inexactly (relative errors of 0.1-0.9 against fp32 were measured

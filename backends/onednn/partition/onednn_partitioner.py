@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Claims the nodes the oneDNN runtime executes exactly; everything else stays with ExecuTorch."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """PT2E quantizer for the oneDNN delegate: static int8 convolution, linear and addmm/mm.
 
 Activations are u8, asymmetric, per tensor; weights are s8, symmetric, per output channel (or, with

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Export recipes of the oneDNN delegate for `executorch.export`; importing this package registers them.
 
 from executorch.backends.onednn.recipes import OneDnnRecipeType

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The recipes: fp32, bf16 (computed in bf16 inside the delegate), dynamic int8 linear layers, and static
 int8 (PT2E with OneDnnQuantizer, calibrated on the example inputs `executorch.export` is given)."""
 

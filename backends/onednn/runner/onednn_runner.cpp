@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // onednn_runner: loads a .pte (with its .ptd when one lies beside it), runs a method on inputs of the
 // shapes it declares (deterministic values), and prints each output's shape and first values and the
 // latency. Links the oneDNN delegate and ExecuTorch's optimized kernels, as an application would.
@@ -117,8 +119,10 @@ bool save_float_outputs(const std::vector<EValue>& outputs, const std::string& p
 int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
-    std::fprintf(stderr, "usage: %s model.pte [--method NAME] [--runs N] [--warmup N] [--threads N] [--save-outputs F]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s model.pte [--method NAME] [--runs N] [--warmup N] [--threads N] [--save-outputs F]\n",
+        argv[0]);
     return 2;
   }
   if (options.threads > 0) {
@@ -143,8 +147,12 @@ int main(int argc, char** argv) {
   Module module = data_file != nullptr ? Module(options.pte, data) : Module(options.pte);
   const auto meta = module.method_meta(options.method);
   if (!meta.ok()) {
-    std::fprintf(stderr, "cannot load %s (method %s): error 0x%x\n", options.pte.c_str(), options.method.c_str(),
-                 static_cast<unsigned>(meta.error()));
+    std::fprintf(
+        stderr,
+        "cannot load %s (method %s): error 0x%x\n",
+        options.pte.c_str(),
+        options.method.c_str(),
+        static_cast<unsigned>(meta.error()));
     return 1;
   }
   std::vector<executorch::extension::TensorPtr> tensors;

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Payload algorithm codes -> how the runtime computes them: one table per enumeration, a row per
 // code (CodeTable.h), each checked at compile time to cover every code of its enumeration.
 #pragma once
@@ -20,7 +22,7 @@ using dnnl::algorithm;
 // post-op.
 struct EltwiseImplementation {
   bool on_host;
-  algorithm onednn; // when !on_host
+  algorithm onednn;     // when !on_host
   HostLoop::Unary host; // when on_host
 };
 

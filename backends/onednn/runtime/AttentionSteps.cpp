@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // ATTENTION: out = softmax(q kᵀ · scale + mask) v, PyTorch's scaled_dot_product_attention. Query rows
 // run in blocks, each a matmul into fp32 scores, the host softmax (mask, causality and the fp32
 // exponentials there) and a matmul by the values, so that the scores in memory are one block's:
@@ -50,8 +52,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
   const int64_t keys = keys_transposed ? kd[3] : kd[2];
   ODNN_CHECK(
       kv_heads > 0 && heads % kv_heads == 0 && keys > 0 && width > 0 && kd[0] == batch &&
-          kd[keys_transposed ? 2 : 3] == width &&
-          vd[0] == batch && vd[1] == kv_heads && vd[2] == keys &&
+          kd[keys_transposed ? 2 : 3] == width && vd[0] == batch && vd[1] == kv_heads && vd[2] == keys &&
           od == memory::dims({batch, heads, queries, value_width}),
       "q %s, k %s, v %s and out %s are not an attention (heads a multiple of key heads)",
       dims_string(graph.dims(q)).c_str(),
@@ -67,8 +68,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
   rows.isa = host_row_isa();
   // PyTorch's decomposed scaled_dot_product_attention zeroes a row masked entirely; attention
   // written out with a plain softmax gives NaN there.
-  rows.zero_fully_masked =
-      step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
+  rows.zero_fully_masked = step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
   rows.causal = causal;
   rows.kv_heads = static_cast<size_t>(kv_heads);
   rows.heads_per_kv = static_cast<size_t>(group);
@@ -111,8 +111,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
     }
     return graph.involves_bf16(step) ? DataType::bf16 : DataType::f32;
   }();
-  const DataType out_type =
-      graph.compute_in_f32() || graph.data_type(out) == DataType::f32 ? DataType::f32 : type;
+  const DataType out_type = graph.compute_in_f32() || graph.data_type(out) == DataType::f32 ? DataType::f32 : type;
   const BufferId q_buffer = graph.plain_input(q, type);
   const BufferId k_buffer = graph.plain_input(k, type);
   const BufferId v_buffer = graph.plain_input(v, type);
@@ -125,8 +124,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
   }
   const memory::dims most = {batch, kv_heads, group, block, keys};
   const BufferId scores = graph.scratch(plain_desc(most, DataType::f32));
-  const BufferId probabilities =
-      type == DataType::f32 ? scores : graph.scratch(plain_desc(most, type));
+  const BufferId probabilities = type == DataType::f32 ? scores : graph.scratch(plain_desc(most, type));
   const size_t element = byte_size(type), out_element = byte_size(out_type);
 
   for (int64_t first = 0; first < queries; first += block) {
@@ -140,8 +138,8 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
         {heads * queries * width, group * queries * width, queries * width, width, 1},
         type);
     const memory::dims k_strides = keys_transposed
-        ? memory::dims{kv_heads * keys * width, keys * width, keys * width, keys, 1}
-        : memory::dims{kv_heads * keys * width, keys * width, keys * width, 1, width};
+                                       ? memory::dims{kv_heads * keys * width, keys * width, keys * width, keys, 1}
+                                       : memory::dims{kv_heads * keys * width, keys * width, keys * width, 1, width};
     const memory::desc k_seen = strided({batch, kv_heads, 1, width, seen}, k_strides, type);
     const memory::desc v_seen = strided(
         {batch, kv_heads, 1, seen, value_width},
@@ -187,8 +185,7 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
         value_pd,
         {{DNNL_ARG_SRC, block_probabilities},
          {DNNL_ARG_WEIGHTS, graph.alias(v_buffer, v_seen)},
-         {DNNL_ARG_DST,
-          graph.alias(out_buffer, out_rows, static_cast<size_t>(first * value_width) * out_element)}});
+         {DNNL_ARG_DST, graph.alias(out_buffer, out_rows, static_cast<size_t>(first * value_width) * out_element)}});
   }
 }
 

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Tables keyed by a payload code (Schema.h). Each row names its code, so no row depends on its
 // position and a new code needs no filler rows; a static_assert on covers_codes() makes a code left
 // without its row a compile error, and find_code() answers an unknown code with nullptr, never a

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "CompiledGraph.h"
 
 #include <algorithm>
@@ -6,8 +8,8 @@
 #include <cstring>
 #include <limits>
 
-#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 #include <executorch/runtime/core/event_tracer_hooks_delegate.h>
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 #include <executorch/runtime/platform/log.h>
 
 #include "GraphBuilder.h"
@@ -54,8 +56,8 @@ const char* format_sizes(char (&text)[128], const Sizes& sizes) {
   size_t used = 0;
   text[0] = '\0';
   for (size_t d = 0; d < sizes.size() && used < sizeof(text); ++d) {
-    const int written = std::snprintf(
-        text + used, sizeof(text) - used, "%s%d", d ? ", " : "", static_cast<int>(sizes[d]));
+    const int written =
+        std::snprintf(text + used, sizeof(text) - used, "%s%d", d ? ", " : "", static_cast<int>(sizes[d]));
     used += written > 0 ? static_cast<size_t>(written) : 0;
   }
   return text;
@@ -95,9 +97,7 @@ void build_step_or_f32(const StepRecord& step, size_t index, GraphBuilder& build
 }
 
 std::unique_ptr<CompiledGraph> CompiledGraph::build(
-    const Payload& payload,
-    const runtime::NamedDataMap* named_data,
-    SharedBlocks* shared) {
+    const Payload& payload, const runtime::NamedDataMap* named_data, SharedBlocks* shared) {
   std::unique_ptr<CompiledGraph> graph(new CompiledGraph());
   for (uint32_t id : payload.inputs) {
     graph->input_specs_.push_back(tensor_spec(payload.values[id]));
@@ -114,12 +114,13 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
     } catch (const InitError& error) {
       fail(error.code(), "step %zu (%s): %s", index, step_kind_name(step.kind), error.what());
     } catch (const dnnl::error& error) {
-      fail(error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal,
-           "step %zu (%s): oneDNN could not build it: %s (status %d)",
-           index,
-           step_kind_name(step.kind),
-           error.what(),
-           static_cast<int>(error.status));
+      fail(
+          error.status == dnnl_unimplemented ? Error::NotSupported : Error::Internal,
+          "step %zu (%s): oneDNN could not build it: %s (status %d)",
+          index,
+          step_kind_name(step.kind),
+          error.what(),
+          static_cast<int>(error.status));
     }
   }
   builder.set_origin(-1);
@@ -129,11 +130,7 @@ std::unique_ptr<CompiledGraph> CompiledGraph::build(
 
 // Inputs must match the compiled sizes; outputs of other sizes are resized to them when possible.
 Error CompiledGraph::check_argument(
-    const char* role,
-    size_t index,
-    runtime::EValue* arg,
-    const TensorSpec& expected,
-    bool resize) const {
+    const char* role, size_t index, runtime::EValue* arg, const TensorSpec& expected, bool resize) const {
   if (arg == nullptr || !arg->isTensor()) {
     ET_LOG(Error, "OneDnnBackend: %s %zu is not a tensor", role, index);
     return Error::InvalidArgument;
@@ -150,11 +147,10 @@ Error CompiledGraph::check_argument(
     return Error::InvalidArgument;
   }
   const bool sizes_ok = sizes_equal(tensor, expected.sizes) ||
-      (resize &&
-       runtime::resize_tensor(
-           tensor,
-           executorch::aten::ArrayRef<executorch::aten::SizesType>(
-               expected.sizes.data(), expected.sizes.size())) == Error::Ok);
+                        (resize && runtime::resize_tensor(
+                                       tensor,
+                                       executorch::aten::ArrayRef<executorch::aten::SizesType>(
+                                           expected.sizes.data(), expected.sizes.size())) == Error::Ok);
   if (!sizes_ok) {
     char want[128];
     char got[128];
@@ -195,8 +191,7 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
     }
   }
   for (size_t j = 0; j < num_outputs; ++j) {
-    const Error error =
-        check_argument("output", j, args[num_inputs + j], output_specs_[j], true);
+    const Error error = check_argument("output", j, args[num_inputs + j], output_specs_[j], true);
     if (error != Error::Ok) {
       return error;
     }
@@ -233,18 +228,15 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
           }
           continue;
         }
-        const dnnl_status_t status = dnnl_primitive_execute(
-            step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
+        const dnnl_status_t status =
+            dnnl_primitive_execute(step.primitive, stream.get(), static_cast<int>(step.args.size()), step.args.data());
         if (tracer != nullptr) {
           stream.wait(); // the event ends when the primitive has
         }
         runtime::event_tracer_end_profiling_delegate(tracer, event);
         if (status != dnnl_success) {
           ET_LOG(
-              Error,
-              "OneDnnBackend: prepared step %zu failed with oneDNN status %d",
-              index,
-              static_cast<int>(status));
+              Error, "OneDnnBackend: prepared step %zu failed with oneDNN status %d", index, static_cast<int>(status));
           return Error::Internal;
         }
       }
@@ -255,11 +247,7 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
       return result;
     }
   } catch (const dnnl::error& error) {
-    ET_LOG(
-        Error,
-        "OneDnnBackend: execute failed: %s (status %d)",
-        error.what(),
-        static_cast<int>(error.status));
+    ET_LOG(Error, "OneDnnBackend: execute failed: %s (status %d)", error.what(), static_cast<int>(error.status));
     return Error::Internal;
   } catch (const std::exception& error) {
     ET_LOG(Error, "OneDnnBackend: execute failed: %s", error.what());
@@ -283,8 +271,8 @@ bool memory_holds_non_finite(const dnnl::memory& memory) {
   const dnnl::memory::desc desc = memory.get_desc();
   const DataType type = desc.get_data_type();
   return (type == DataType::f32 || type == DataType::bf16) &&
-      values_hold_non_finite(
-          memory.get_data_handle(), desc.get_size() / dnnl::memory::data_type_size(type), type == DataType::bf16);
+         values_hold_non_finite(
+             memory.get_data_handle(), desc.get_size() / dnnl::memory::data_type_size(type), type == DataType::bf16);
 }
 
 // The graph's inputs, once per call: scanning every guarded step's own inputs would read most of a
@@ -300,7 +288,8 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
       continue;
     }
     const Tensor& tensor = args[i]->toTensor();
-    if (values_hold_non_finite(tensor.const_data_ptr(), static_cast<size_t>(tensor.numel()), type == ScalarType::BFloat16)) {
+    if (values_hold_non_finite(
+            tensor.const_data_ptr(), static_cast<size_t>(tensor.numel()), type == ScalarType::BFloat16)) {
       return true;
     }
   }
@@ -347,9 +336,8 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       });
       return Error::Ok;
     case HostLoop::Kind::Clamp:
-      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        clamp_values(loop, source, target, begin, end);
-      });
+      split_rows(
+          step.host_dst_count, 1, [&](size_t begin, size_t end) { clamp_values(loop, source, target, begin, end); });
       return Error::Ok;
     case HostLoop::Kind::GeluTanh:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
@@ -385,14 +373,16 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       }
       return Error::Ok;
     case HostLoop::Kind::KeepNan:
-      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        keep_nan(source, target, loop.bf16, begin, end);
-      });
+      split_rows(
+          step.host_dst_count, 1, [&](size_t begin, size_t end) { keep_nan(source, target, loop.bf16, begin, end); });
       return Error::Ok;
     case HostLoop::Kind::MaxPool:
-      split_rows(loop.max_pool.planes, loop.max_pool.in[0] * loop.max_pool.in[1] * loop.max_pool.in[2], [&](size_t begin, size_t end) {
-        max_pool_planes(loop.max_pool, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
-      });
+      split_rows(
+          loop.max_pool.planes,
+          loop.max_pool.in[0] * loop.max_pool.in[1] * loop.max_pool.in[2],
+          [&](size_t begin, size_t end) {
+            max_pool_planes(loop.max_pool, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+          });
       return Error::Ok;
     case HostLoop::Kind::WinogradInput:
       split_rows(loop.winograd.tiles(), kWinogradPoints * loop.winograd.channels, [&](size_t begin, size_t end) {
@@ -404,7 +394,13 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
           step.host_sources.empty() ? nullptr : static_cast<const float*>(step.host_sources[0].get_data_handle());
       split_rows(loop.winograd.tiles(), kWinogradPoints * loop.winograd.out_channels, [&](size_t begin, size_t end) {
         winograd_output_tiles(
-            loop.winograd, static_cast<const float*>(source), aux_values, residual, static_cast<float*>(target), begin, end);
+            loop.winograd,
+            static_cast<const float*>(source),
+            aux_values,
+            residual,
+            static_cast<float*>(target),
+            begin,
+            end);
       });
       return Error::Ok;
     }

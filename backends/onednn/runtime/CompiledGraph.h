@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Every oneDNN object a subgraph needs at one set of input sizes, built ahead of execute(), which
 // binds the caller's tensors and runs the prepared steps in order.
 #pragma once
@@ -36,7 +38,7 @@ struct ConstantPacking {
   bool winograd = false; // a winograd_constant()
   bool operator==(const ConstantPacking& other) const {
     return source == other.source && source_desc == other.source_desc && wanted == other.wanted &&
-        scales == other.scales && scale_mask == other.scale_mask && winograd == other.winograd;
+           scales == other.scales && scale_mask == other.scale_mask && winograd == other.winograd;
   }
 };
 
@@ -64,9 +66,7 @@ class CompiledGraph {
  public:
   // Builds every primitive and fetches every constant; throws InitError or dnnl::error.
   static std::unique_ptr<CompiledGraph> build(
-      const Payload& payload,
-      const runtime::NamedDataMap* named_data,
-      SharedBlocks* shared = nullptr);
+      const Payload& payload, const runtime::NamedDataMap* named_data, SharedBlocks* shared = nullptr);
 
   // args: graph inputs then graph outputs. Never throws, never allocates. With `tracer` (ETDump), each
   // prepared step is a delegate profiling event named after its payload step (step_names_).
@@ -101,11 +101,7 @@ class CompiledGraph {
   };
 
   runtime::Error check_argument(
-      const char* role,
-      size_t index,
-      runtime::EValue* arg,
-      const TensorSpec& expected,
-      bool resize) const;
+      const char* role, size_t index, runtime::EValue* arg, const TensorSpec& expected, bool resize) const;
 
   std::vector<TensorSpec> input_specs_;
   std::vector<TensorSpec> output_specs_;
@@ -121,7 +117,7 @@ class CompiledGraph {
   std::shared_ptr<uint8_t> arena_storage_;
   std::shared_ptr<uint8_t> weights_storage_; // constants packed into the layouts their primitives chose
   size_t arena_bytes_ = 0;
-  bool guarded_ = false; // some step has a NaN guard
+  bool guarded_ = false;              // some step has a NaN guard
   bool constants_non_finite_ = false; // some constant holds a NaN or an infinity
 };
 

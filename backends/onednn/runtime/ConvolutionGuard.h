@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Some of oneDNN's bf16 convolution kernels multiply inputs outside an output's window by zero
 // weights, so an infinity there becomes a NaN where eager PyTorch computes a finite value or an
 // infinity. They pair the reduction's values across something other than real input channels: the
@@ -47,7 +49,8 @@ inline bool spreads_non_finite(const dnnl::primitive_desc_base& pd, int input_ch
     taps *= dims[axis];
   }
   const dnnl::memory::dims blocked_axes = weights.get_inner_idxs();
-  const bool channels_unblocked = !blocked_axes.empty() &&
+  const bool channels_unblocked =
+      !blocked_axes.empty() &&
       std::find(blocked_axes.begin(), blocked_axes.end(), input_channel_axis) == blocked_axes.end();
   return implementation.rfind("brg", 0) == 0 && channels_unblocked && taps > 1;
 }

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // CONVOLUTION, DECONVOLUTION and MATMUL: the primitives whose weights oneDNN lays out itself
 // (format_tag::any, reordered once at init) and that take post-ops.
 #include <algorithm>
@@ -43,14 +45,15 @@ DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src)
     return DataType::f32;
   }
   return graph.asks_bf16(step) || graph.data_type(src) == DataType::bf16 ||
-          graph.data_type(step.outputs[0]) == DataType::bf16
-      ? DataType::bf16
-      : DataType::f32;
+                 graph.data_type(step.outputs[0]) == DataType::bf16
+             ? DataType::bf16
+             : DataType::f32;
 }
 
 // The int8 bytes of `source` dequantized by `quantization`'s src scale and zero point into f32 scratch
 // in the layout `wanted` (one reorder converts, scales and changes the layout).
-BufferId dequantized(GraphBuilder& graph, BufferId source, const memory::desc& wanted, const Quantization& quantization) {
+BufferId dequantized(
+    GraphBuilder& graph, BufferId source, const memory::desc& wanted, const Quantization& quantization) {
   const BufferId real = graph.scratch(wanted);
   add_quantizing_reorder(graph, source, real, quantization.of(DNNL_ARG_SRC));
   return real;
@@ -85,7 +88,7 @@ BufferId dequantized_weights(
 
 struct ConvolutionShape {
   memory::dims src, dst, weights; // weights: oneDNN logical dims ([g,] OC[/g], IC[/g], k...)
-  memory::desc weights_view; // the PyTorch weight bytes described with those dims
+  memory::desc weights_view;      // the PyTorch weight bytes described with those dims
   memory::dims strides, dilation, padding_l, padding_r;
   int64_t channels_out = 0;
 };
@@ -131,11 +134,11 @@ ConvolutionShape read_convolution_shape(const StepRecord& step, GraphBuilder& gr
       static_cast<long long>(groups));
   const memory::dims kernel(torch_weights.begin() + 2, torch_weights.end());
 
-  memory::dims physical; // the PyTorch bytes, split by group where grouped
+  memory::dims physical;      // the PyTorch bytes, split by group where grouped
   std::vector<int64_t> order; // logical dim i = physical dim order[i]
   if (groups > 1) {
-    physical = transposed ? memory::dims{groups, ic / groups, oc / groups}
-                          : memory::dims{groups, oc / groups, ic / groups};
+    physical =
+        transposed ? memory::dims{groups, ic / groups, oc / groups} : memory::dims{groups, oc / groups, ic / groups};
     order = transposed ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{0, 1, 2};
   } else {
     physical = transposed ? memory::dims{ic, oc} : memory::dims{oc, ic};
@@ -185,20 +188,21 @@ bool computes_by_winograd(
     const dnnl::primitive_desc& pd) {
   const WinogradUse use = winograd_use();
   const RowIsa isa = host_row_isa();
-  const bool isa_ok = use == WinogradUse::always ? isa != RowIsa::scalar
-                                                 : use == WinogradUse::avx2_only && isa == RowIsa::avx2;
+  const bool isa_ok =
+      use == WinogradUse::always ? isa != RowIsa::scalar : use == WinogradUse::avx2_only && isa == RowIsa::avx2;
   if (!isa_ok || shape.src.size() != 4 || step.int_scalar("groups") != 1) {
     return false;
   }
   // An emulated int8 convolution reads f32 operands too: its src and weights dequantized.
-  const bool f32_operands = emulates_int8(graph, step.inputs[0]) ||
-      (graph.data_type(step.inputs[0]) == DataType::f32 && graph.data_type(step.inputs[1]) == DataType::f32);
+  const bool f32_operands = emulates_int8(graph, step.inputs[0]) || (graph.data_type(step.inputs[0]) == DataType::f32 &&
+                                                                     graph.data_type(step.inputs[1]) == DataType::f32);
   const memory::dims three{3, 3};
   return type == DataType::f32 && f32_operands && pd.dst_desc(0).get_data_type() == DataType::f32 &&
-      memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&
-      shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) && shape.src[1] % kWinogradLanes == 0 &&
-      shape.dst[1] % kWinogradLanes == 0 && winograd_shape(shape).tiles() >= kWinogradMinTiles &&
-      pd.src_desc(0) == channels_last_desc(shape.src) && pd.dst_desc(0) == channels_last_desc(shape.dst);
+         memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&
+         shape.dilation == memory::dims{0, 0} && graph.is_constant(step.inputs[1]) &&
+         shape.src[1] % kWinogradLanes == 0 && shape.dst[1] % kWinogradLanes == 0 &&
+         winograd_shape(shape).tiles() >= kWinogradMinTiles && pd.src_desc(0) == channels_last_desc(shape.src) &&
+         pd.dst_desc(0) == channels_last_desc(shape.dst);
 }
 
 // The convolution of `args` (the direct kernel's, whose weights it transforms) through Winograd: its
@@ -216,7 +220,10 @@ void add_winograd_convolution(
   const memory::desc input_tiles = plain_desc({points, count, shape.src[1]});
   const memory::desc products = plain_desc({points, count, shape.dst[1]});
   const dnnl::matmul::primitive_desc pd(
-      graph.engine(), input_tiles, any_desc({points, shape.src[1], shape.dst[1]}), products,
+      graph.engine(),
+      input_tiles,
+      any_desc({points, shape.src[1], shape.dst[1]}),
+      products,
       GraphBuilder::default_attr());
   const BufferId weights = graph.winograd_constant(arg_of(args, DNNL_ARG_WEIGHTS), pd.weights_desc());
   const BufferId transformed = graph.scratch(input_tiles);
@@ -237,21 +244,24 @@ void add_winograd_convolution(
     ++fused;
   }
   add_guarded_steps(
-      graph, post_ops,
+      graph,
+      post_ops,
       [&]() {
         HostLoop input;
         input.kind = HostLoop::Kind::WinogradInput;
         input.winograd = tiles;
         graph.add_host_loop(input, transformed, arg_of(args, DNNL_ARG_SRC));
         graph.add_primitive(
-            dnnl::matmul(pd), pd,
+            dnnl::matmul(pd),
+            pd,
             {{DNNL_ARG_SRC, transformed}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, multiplied}});
         HostLoop output = input;
         output.kind = HostLoop::Kind::WinogradOutput;
         graph.add_host_loop(output, dst, multiplied, arg_of(args, DNNL_ARG_BIAS), residual);
         add_post_ops_in_place(graph, post_ops, args, fused);
       },
-      args, remake);
+      args,
+      remake);
 }
 
 void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
@@ -280,30 +290,58 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   kernel_quantization.apply(attr);
   const memory::desc src_any = any_desc(shape.src, type);
   const memory::desc weights_any = any_desc(shape.weights, weights_type(type));
-  const memory::desc dst_any =
-      any_desc(shape.dst, quantizes_result ? DataType::f32 : graph.compute_type(output));
+  const memory::desc dst_any = any_desc(shape.dst, quantizes_result ? DataType::f32 : graph.compute_type(output));
   const memory::desc no_bias;
   const memory::desc& bias = has_bias ? bias_desc : no_bias;
 
   const int input_channel_axis = groups > 1 ? 2 : 1; // of oneDNN's weights dims
   // An empty bias desc means "no bias" to oneDNN, so one constructor call serves both cases.
-  auto describe = [&](auto kind, dnnl::algorithm algorithm, const memory::desc& src, const memory::desc& weights,
-                      const memory::desc& dst, const dnnl::primitive_attr& attributes,
+  auto describe = [&](auto kind,
+                      dnnl::algorithm algorithm,
+                      const memory::desc& src,
+                      const memory::desc& weights,
+                      const memory::desc& dst,
+                      const dnnl::primitive_attr& attributes,
                       bool keeps_non_finite) -> BuiltPrimitive {
     using Primitive = decltype(kind);
     typename Primitive::primitive_desc built(
-        graph.engine(), prop_kind::forward_inference, algorithm, src, weights, bias, dst, shape.strides,
-        shape.dilation, shape.padding_l, shape.padding_r, attributes);
+        graph.engine(),
+        prop_kind::forward_inference,
+        algorithm,
+        src,
+        weights,
+        bias,
+        dst,
+        shape.strides,
+        shape.dilation,
+        shape.padding_l,
+        shape.padding_r,
+        attributes);
     while (keeps_non_finite && spreads_non_finite(built, input_channel_axis) && built.next_impl()) {
     }
     return {Primitive(built), built};
   };
-  auto build = [&](const memory::desc& src, const memory::desc& weights, const memory::desc& dst,
-                   const dnnl::primitive_attr& attributes, bool keeps_non_finite = false) {
-    return transposed ? describe(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct, src,
-                                 weights, dst, attributes, keeps_non_finite)
-                      : describe(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct, src,
-                                 weights, dst, attributes, keeps_non_finite);
+  auto build = [&](const memory::desc& src,
+                   const memory::desc& weights,
+                   const memory::desc& dst,
+                   const dnnl::primitive_attr& attributes,
+                   bool keeps_non_finite = false) {
+    return transposed ? describe(
+                            dnnl::deconvolution_forward(),
+                            dnnl::algorithm::deconvolution_direct,
+                            src,
+                            weights,
+                            dst,
+                            attributes,
+                            keeps_non_finite)
+                      : describe(
+                            dnnl::convolution_forward(),
+                            dnnl::algorithm::convolution_direct,
+                            src,
+                            weights,
+                            dst,
+                            attributes,
+                            keeps_non_finite);
   };
   const BuiltPrimitive built = build(src_any, weights_any, dst_any, attr);
   const dnnl::primitive_desc& pd = built.second;
@@ -317,8 +355,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const size_t weights_arg = args.size();
   args.emplace_back(
       DNNL_ARG_WEIGHTS,
-      emulated ? dequantized_weights(graph, step.inputs[1], shape.weights_view, pd.weights_desc(0),
-                                     quantization, weights_mask)
+      emulated ? dequantized_weights(
+                     graph, step.inputs[1], shape.weights_view, pd.weights_desc(0), quantization, weights_mask)
                : graph.input_view(step.inputs[1], shape.weights_view, pd.weights_desc(0)));
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, graph.input(step.inputs[2], pd.weights_desc(1)));
@@ -352,7 +390,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     add_post_op_primitive(graph, post_ops, built, args, remake, spreads ? &exact_args : nullptr);
   }
   if (quantizes_result) {
-    add_quantizing_reorder(graph, result, graph.define(output, int8_result_desc(graph, output)), quantization.of(DNNL_ARG_DST));
+    add_quantizing_reorder(
+        graph, result, graph.define(output, int8_result_desc(graph, output)), quantization.of(DNNL_ARG_DST));
   }
 }
 
@@ -372,11 +411,7 @@ namespace {
 
 // The value's bytes as they are stored, when that layout is strided and in `type`: left-padded with
 // 1s to the rank of `order`, then permuted by it. An empty desc otherwise.
-memory::desc strided_operand(
-    GraphBuilder& graph,
-    uint32_t value,
-    const std::vector<int64_t>& order,
-    DataType type) {
+memory::desc strided_operand(GraphBuilder& graph, uint32_t value, const std::vector<int64_t>& order, DataType type) {
   const memory::desc stored = graph.stored(value);
   if (!is_strided(stored) || stored.get_data_type() != type) {
     return memory::desc();
@@ -405,16 +440,15 @@ bool fold_batch_into_rows(
   bool row_operand = false;
   bool all_fold = true;
   for (const PostOps::Operand& operand : post_ops.operands) {
-    const bool leading_ones = std::all_of(
-        operand.dims.begin(), operand.dims.end() - 1, [](int64_t d) { return d == 1; });
+    const bool leading_ones =
+        std::all_of(operand.dims.begin(), operand.dims.end() - 1, [](int64_t d) { return d == 1; });
     row_operand = row_operand || (operand.dims.back() == 1 && dst.back() > 1 && !leading_ones);
     all_fold = all_fold && folds_into_rows(operand.dims, dst);
   }
-  const bool bias_folds =
-      !step.has_input(2) || folds_into_rows(graph.dims(step.inputs[2]), dst);
+  const bool bias_folds = !step.has_input(2) || folds_into_rows(graph.dims(step.inputs[2]), dst);
   return row_operand && all_fold && bias_folds &&
-      std::all_of(b_dims.begin(), b_dims.begin() + batch, [](int64_t d) { return d == 1; }) &&
-      std::equal(a_dims.begin(), a_dims.begin() + batch, dst.begin());
+         std::all_of(b_dims.begin(), b_dims.begin() + batch, [](int64_t d) { return d == 1; }) &&
+         std::equal(a_dims.begin(), a_dims.begin() + batch, dst.begin());
 }
 
 // A decode step's linear layers (M = 1 to 4 rows) stream their weights from memory once per call
@@ -470,14 +504,13 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t b = step.inputs[1];
   const memory::dims dst_value = graph.dims(step.outputs[0]);
   ODNN_CHECK(
-      dst_value.size() >= 2 && graph.dims(a).size() <= dst_value.size() &&
-          graph.dims(b).size() <= dst_value.size(),
+      dst_value.size() >= 2 && graph.dims(a).size() <= dst_value.size() && graph.dims(b).size() <= dst_value.size(),
       "dst %s must have rank >= 2 and at least the rank of a and b",
       dims_string(dst_value).c_str());
   const memory::dims a_padded = left_pad(graph.dims(a), dst_value.size());
   PostOps post_ops = read_post_ops(step, graph, 3, dst_value);
-  const bool fold_rows = fold_batch_into_rows(
-      step, graph, post_ops, a_padded, left_pad(graph.dims(b), dst_value.size()), dst_value);
+  const bool fold_rows =
+      fold_batch_into_rows(step, graph, post_ops, a_padded, left_pad(graph.dims(b), dst_value.size()), dst_value);
   if (fold_rows) {
     post_ops = read_post_ops(step, graph, 3, dst_value, true);
   }
@@ -497,8 +530,7 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const int64_t m = dst[rank - 2], n = dst[rank - 1], k = a_dims[rank - 1];
   bool shapes_ok = a_dims[rank - 2] == m && b_dims[rank - 2] == k && b_dims[rank - 1] == n;
   for (size_t d = 0; d + 2 < rank; ++d) {
-    shapes_ok = shapes_ok && (a_dims[d] == 1 || a_dims[d] == dst[d]) &&
-        (b_dims[d] == 1 || b_dims[d] == dst[d]);
+    shapes_ok = shapes_ok && (a_dims[d] == 1 || a_dims[d] == dst[d]) && (b_dims[d] == 1 || b_dims[d] == dst[d]);
   }
   ODNN_CHECK(
       shapes_ok,
@@ -535,22 +567,19 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   // kernel on those strides as on plain input, else plain (converted first when their type is not
   // the compute type).
   const DataType b_type = weights_type(type);
-  const memory::desc b_plain =
-      graph.is_constant(b) ? any_desc(b_dims, b_type) : permuted_view(b_stored, order, b_type);
+  const memory::desc b_plain = graph.is_constant(b) ? any_desc(b_dims, b_type) : permuted_view(b_stored, order, b_type);
   const memory::desc a_plain = plain_desc(a_dims, type);
   std::vector<int64_t> identity(rank);
   std::iota(identity.begin(), identity.end(), 0);
-  const memory::desc a_strided =
-      fold_rows ? memory::desc() : strided_operand(graph, a, identity, type);
-  const memory::desc b_strided =
-      graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
+  const memory::desc a_strided = fold_rows ? memory::desc() : strided_operand(graph, a, identity, type);
+  const memory::desc b_strided = graph.is_constant(b) ? memory::desc() : strided_operand(graph, b, order, b_type);
   const memory::desc dst_desc = plain_desc(dst, quantizes_result ? DataType::f32 : graph.compute_type(output));
   using Pd = dnnl::matmul::primitive_desc;
-  auto make_pd_with = [&](const memory::desc& a_desc, const memory::desc& b_desc,
-                          const dnnl::primitive_attr& attributes) {
-    return has_bias ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attributes)
-                    : Pd(graph.engine(), a_desc, b_desc, dst_desc, attributes);
-  };
+  auto make_pd_with =
+      [&](const memory::desc& a_desc, const memory::desc& b_desc, const dnnl::primitive_attr& attributes) {
+        return has_bias ? Pd(graph.engine(), a_desc, b_desc, plain_desc(bias_dims), dst_desc, attributes)
+                        : Pd(graph.engine(), a_desc, b_desc, dst_desc, attributes);
+      };
   auto make_pd = [&](const memory::desc& a_desc, const memory::desc& b_desc) {
     return make_pd_with(a_desc, b_desc, attr);
   };
@@ -575,9 +604,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
   const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
   if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && kernel_quantization.empty()) {
-    pd = with_small_rows_weights(pd, b_dims, b_type, rows, [&](const memory::desc& weights) {
-      return make_pd(a_plain, weights);
-    });
+    pd = with_small_rows_weights(
+        pd, b_dims, b_type, rows, [&](const memory::desc& weights) { return make_pd(a_plain, weights); });
   }
   if (a_as_stored || b_as_stored) {
     // Only when the kernel stays the same: oneDNN 3.2's brgemm matmul takes a permuted src but not
@@ -596,19 +624,15 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
     args.emplace_back(DNNL_ARG_SRC, dequantized(graph, source, pd.src_desc(), quantization));
   } else {
     args.emplace_back(
-        DNNL_ARG_SRC,
-        a_as_stored ? graph.alias(graph.buffer(a), a_strided)
-                    : operand(graph, a, a_dims, pd.src_desc()));
+        DNNL_ARG_SRC, a_as_stored ? graph.alias(graph.buffer(a), a_strided) : operand(graph, a, a_dims, pd.src_desc()));
   }
   if (emulated) {
     args.emplace_back(
-        DNNL_ARG_WEIGHTS,
-        dequantized_weights(graph, b, b_view, pd.weights_desc(), quantization, weights_mask));
+        DNNL_ARG_WEIGHTS, dequantized_weights(graph, b, b_view, pd.weights_desc(), quantization, weights_mask));
   } else {
     args.emplace_back(
         DNNL_ARG_WEIGHTS,
-        b_as_stored ? graph.alias(graph.buffer(b), b_strided)
-                    : graph.input_view(b, b_view, pd.weights_desc()));
+        b_as_stored ? graph.alias(graph.buffer(b), b_strided) : graph.input_view(b, b_view, pd.weights_desc()));
   }
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, operand(graph, step.inputs[2], bias_dims, pd.bias_desc()));

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The backend option "max_isa": caps the instruction set oneDNN may use (its max-ISA control, like
 // the environment variable ONEDNN_MAX_CPU_ISA), so that older CPUs' code paths can be exercised on a
 // newer one. oneDNN takes the cap only before it generates its first kernel: set it before the first

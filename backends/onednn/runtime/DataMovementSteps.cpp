@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // REORDER, RESHAPE, CONCAT, PAD: steps that move bytes. A permutation of strided memory and a
 // reshape its strides allow are metadata only (a view); other permutations and pads are single
 // reorders through a strided or sub-memory view. Each writes its
@@ -14,10 +16,7 @@ namespace {
 // Where a block of row-major `src_dims` starts, in elements, when its bytes are contiguous there (the
 // dims before the first one it cuts are 1 in the block, those after it whole: `x[i]`, `x[:, 2:5]` of
 // [1, N, ...]); -1 otherwise.
-int64_t contiguous_block_start(
-    const memory::dims& src_dims,
-    const memory::dims& dst_dims,
-    const memory::dims& start) {
+int64_t contiguous_block_start(const memory::dims& src_dims, const memory::dims& dst_dims, const memory::dims& start) {
   size_t cut = 0;
   while (cut < dst_dims.size() && dst_dims[cut] == 1) {
     ++cut;
@@ -57,8 +56,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
           rank);
       seen[axis] = true;
     }
-    const memory::desc view =
-        rank == 0 ? graph.plain(src) : permuted_view(src_dims, permutation, graph.data_type(src));
+    const memory::desc view = rank == 0 ? graph.plain(src) : permuted_view(src_dims, permutation, graph.data_type(src));
     ODNN_CHECK(
         view.get_dims() == dst_dims,
         "dst %s is not src %s permuted",
@@ -80,8 +78,7 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         strides[permutation[i]] = dst_strides[i];
       }
       const BufferId target = graph.define(dst, graph.plain(dst));
-      graph.add_reorder(
-          graph.buffer(src), graph.alias(target, memory::desc(src_dims, graph.data_type(dst), strides)));
+      graph.add_reorder(graph.buffer(src), graph.alias(target, memory::desc(src_dims, graph.data_type(dst), strides)));
       return;
     }
   } else if (step.has("offsets")) {
@@ -169,8 +166,7 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
   bool none_plain = true;
   for (uint32_t value : step.inputs) {
     memory::dims dims = graph.dims(value);
-    ODNN_CHECK(dims.size() == dst.size(), "input value %u has rank %zu, dst has %zu", value,
-               dims.size(), dst.size());
+    ODNN_CHECK(dims.size() == dst.size(), "input value %u has rank %zu, dst has %zu", value, dims.size(), dst.size());
     axis_total += dims[axis];
     dims[axis] = dst[axis];
     ODNN_CHECK(
@@ -183,8 +179,12 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
     const bool blocked_as_is = !graph.is_plain(value) && graph.data_type(value) == type;
     none_plain = none_plain && blocked_as_is;
   }
-  ODNN_CHECK(axis_total == dst[axis], "inputs add up to %lld along axis %d, dst has %lld",
-             static_cast<long long>(axis_total), axis, static_cast<long long>(dst[axis]));
+  ODNN_CHECK(
+      axis_total == dst[axis],
+      "inputs add up to %lld along axis %d, dst has %lld",
+      static_cast<long long>(axis_total),
+      axis,
+      static_cast<long long>(dst[axis]));
   const bool keep_layouts = none_plain;
   const bool all_plain_as_is = std::all_of(step.inputs.begin(), step.inputs.end(), [&](uint32_t value) {
     return !graph.is_view(value) && graph.desc(value) == plain_desc(graph.dims(value), type);
@@ -210,9 +210,8 @@ void build_concat(const StepRecord& step, GraphBuilder& graph) {
     descs.push_back(keep_layouts ? graph.desc(value) : plain_desc(graph.dims(value), type));
   }
   using Pd = dnnl::concat::primitive_desc;
-  const Pd pd = keep_layouts
-      ? Pd(graph.engine(), axis, descs, GraphBuilder::default_attr())
-      : Pd(graph.engine(), plain_desc(dst, type), axis, descs, GraphBuilder::default_attr());
+  const Pd pd = keep_layouts ? Pd(graph.engine(), axis, descs, GraphBuilder::default_attr())
+                             : Pd(graph.engine(), plain_desc(dst, type), axis, descs, GraphBuilder::default_attr());
   ArgList args;
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), graph.input(step.inputs[i], descs[i]));

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "DelegateGraph.h"
 
 #include <algorithm>
@@ -12,9 +14,7 @@ namespace executorch::backends::onednn {
 
 using runtime::Error;
 
-std::unique_ptr<DelegateGraph> DelegateGraph::create(
-    Payload payload,
-    const runtime::NamedDataMap* named_data) {
+std::unique_ptr<DelegateGraph> DelegateGraph::create(Payload payload, const runtime::NamedDataMap* named_data) {
   std::unique_ptr<DelegateGraph> handle(new DelegateGraph());
   handle->entries_.reserve(kMaxCachedShapes); // compile() then never reallocates (it must not throw)
   if (payload.symbols.empty()) {
@@ -67,7 +67,8 @@ Error DelegateGraph::read_sizes(runtime::Span<runtime::EValue*> args, Sizes& siz
     const int64_t size = args[index]->toTensor().size(static_cast<int>(source.dim));
     const SymbolBounds& bounds = payload_.symbols[symbol];
     int64_t value = size;
-    const bool solved = source.bare ||
+    const bool solved =
+        source.bare ||
         solve_for_symbol(*source.code, symbol, bounds, size, sizes.data(), payload_.symbols.size(), value);
     if (!solved || value < bounds.min || value > bounds.max) {
       ET_LOG(
@@ -105,9 +106,8 @@ Error DelegateGraph::compile(const Sizes& sizes, CompiledGraph*& graph) noexcept
     return error;
   }
   if (entries_.size() >= kMaxCachedShapes) {
-    const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-      return a.last_use < b.last_use;
-    });
+    const auto oldest = std::min_element(
+        entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.last_use < b.last_use; });
     entries_.erase(oldest);
   }
   entries_.push_back({sizes, std::move(built), ++clock_});

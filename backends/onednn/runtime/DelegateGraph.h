@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The delegate handle: the compiled graph for each set of input sizes. A static program has exactly
 // one, built in init(). A program exported with dynamic sizes gets one built in init() at every
 // size's maximum (which validates the whole program and sizes the shared arena for the upper
@@ -47,7 +49,7 @@ class DelegateGraph {
     size_t rank = 0;
     uint32_t dim = 0;
     const std::vector<int64_t>* code = nullptr; // in payload_
-    bool bare = false; // the code is exactly SYMBOL i: the dim is the size
+    bool bare = false;                          // the code is exactly SYMBOL i: the dim is the size
   };
 
   DelegateGraph() = default;
@@ -63,7 +65,7 @@ class DelegateGraph {
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;
   std::vector<runtime::EValue*> tensor_args_; // execute()'s args less the size arguments
-  std::vector<SizeSource> size_sources_; // by symbol
+  std::vector<SizeSource> size_sources_;      // by symbol
   std::atomic<bool> executing_{false};
 };
 

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Shape helpers shared by the graph builder and the step builders.
 #pragma once
 
@@ -34,7 +36,7 @@ inline memory::desc plain_desc(const memory::dims& dims, DataType type = DataTyp
 // True for a layout described by strides alone (plain, permuted, a view of those), no blocking.
 inline bool is_strided(const memory::desc& desc) {
   return desc.get_format_kind() == memory::format_kind::blocked && desc.get_inner_nblks() == 0 &&
-      desc.get_submemory_offset() == 0;
+         desc.get_submemory_offset() == 0;
 }
 
 // A strided desc whose bytes are in row-major order once its size-1 dims are left out, described as

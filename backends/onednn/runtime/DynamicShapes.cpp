@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "DynamicShapes.h"
 
 #include <algorithm>
@@ -37,7 +39,7 @@ bool apply(ShapeOp op, int64_t a, int64_t b, int64_t& result) {
       int64_t quotient = 0;
       int64_t product = 0;
       return floor_divide(a, b, quotient) && !__builtin_mul_overflow(quotient, b, &product) &&
-          !__builtin_sub_overflow(a, product, &result);
+             !__builtin_sub_overflow(a, product, &result);
     }
     case ShapeOp::Max:
       result = std::max(a, b);
@@ -52,11 +54,7 @@ bool apply(ShapeOp op, int64_t a, int64_t b, int64_t& result) {
 
 } // namespace
 
-bool evaluate_dim(
-    const std::vector<int64_t>& code,
-    const int64_t* symbols,
-    size_t num_symbols,
-    int64_t& result) {
+bool evaluate_dim(const std::vector<int64_t>& code, const int64_t* symbols, size_t num_symbols, int64_t& result) {
   int64_t stack[kMaxShapeCode];
   size_t depth = 0;
   if (code.size() > kMaxShapeCode) {
@@ -185,10 +183,7 @@ void validate_dynamic_shapes(Payload& payload) {
     ODNN_CHECK(!value.is_constant, "value %u: a constant cannot have a dynamic dim", entry.value);
     ODNN_CHECK(entry.dim < value.dims.size(), "value %u has no dim %u", entry.value, entry.dim);
     ODNN_CHECK(
-        seen.insert({entry.value, entry.dim}).second,
-        "value %u dim %u is described twice",
-        entry.value,
-        entry.dim);
+        seen.insert({entry.value, entry.dim}).second, "value %u dim %u is described twice", entry.value, entry.dim);
     int64_t at_max = 0;
     ODNN_CHECK(
         evaluate_dim(entry.code, upper.data(), num_symbols, at_max),
@@ -249,10 +244,11 @@ Payload specialize(const Payload& generic, const std::vector<int64_t>& symbols) 
   for (const SymbolicDim& entry : generic.symbolic_dims) {
     int64_t dim = 0;
     if (!evaluate_dim(entry.code, symbols.data(), symbols.size(), dim) || dim < 1) {
-      fail(Error::InvalidArgument,
-           "value %u dim %u is not a positive size at these input sizes",
-           entry.value,
-           entry.dim);
+      fail(
+          Error::InvalidArgument,
+          "value %u dim %u is not a positive size at these input sizes",
+          entry.value,
+          entry.dim);
     }
     concrete.values[entry.value].dims[entry.dim] = dim;
   }
@@ -263,10 +259,11 @@ Payload specialize(const Payload& generic, const std::vector<int64_t>& symbols) 
   for (const SymbolicAttribute& entry : generic.symbolic_attributes) {
     int64_t value = 0;
     if (!evaluate_dim(entry.code, symbols.data(), symbols.size(), value)) {
-      fail(Error::InvalidArgument,
-           "step %u attribute '%s' cannot be evaluated at these input sizes",
-           entry.step,
-           entry.name.c_str());
+      fail(
+          Error::InvalidArgument,
+          "step %u attribute '%s' cannot be evaluated at these input sizes",
+          entry.step,
+          entry.name.c_str());
     }
     for (AttributeRecord& attribute : concrete.steps[entry.step].attributes) {
       if (attribute.name == entry.name) {

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Programs exported with dynamic sizes (torch.export.Dim): each symbolic dim is a small postfix
 // expression over the sizes, evaluated when the caller's inputs fix them.
 #pragma once

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // ELTWISE, BINARY, POOLING, REDUCTION, BATCH_NORM, LAYER_NORM, RMS_NORM, SOFTMAX, RESAMPLING. Steps
 // that work in any layout read their input as it is and write dst in the same (or oneDNN's matching)
 // layout.
@@ -16,9 +18,7 @@ using dnnl::prop_kind;
 
 size_t spatial_rank(const memory::dims& src) {
   ODNN_CHECK(
-      src.size() >= 3 && src.size() <= 5,
-      "src %s must be [N, C, spatial...] of rank 3..5",
-      dims_string(src).c_str());
+      src.size() >= 3 && src.size() <= 5, "src %s must be [N, C, spatial...] of rank 3..5", dims_string(src).c_str());
   return src.size() - 2;
 }
 
@@ -37,11 +37,7 @@ BufferId vector_operand(GraphBuilder& graph, uint32_t value, int64_t count, cons
 // Records `fast` (writing `target` from `source`), and, for when a graph input holds a NaN or an
 // infinity, `loop` on the host: from plain f32 src to plain f32 dst, with conversions around it as needed.
 void add_exact_on_host(
-    GraphBuilder& graph,
-    BufferId source,
-    BufferId target,
-    const HostLoop& loop,
-    const std::function<void()>& fast) {
+    GraphBuilder& graph, BufferId source, BufferId target, const HostLoop& loop, const std::function<void()>& fast) {
   graph.add_non_finite_branch(fast, [&]() {
     const memory::desc src_desc = graph.buffer_desc(source); // copies: scratch() may move the buffers
     const memory::desc dst_desc = graph.buffer_desc(target);
@@ -126,8 +122,7 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
   }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::eltwise_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta,
-      GraphBuilder::default_attr());
+      graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta, GraphBuilder::default_attr());
   const BufferId source = graph.input(src, layout);
   const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
   const auto record = [&]() {
@@ -161,14 +156,11 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   const algorithm alg = lookup_code(kBinaryAlgorithms, step.int_scalar("alg"), "binary alg");
   const memory::desc layout = graph.desc_as(src0, graph.compute_type(step.outputs[0]));
   // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
-  const memory::desc src1_desc =
-      src1_dims == dst ? layout : plain_desc(src1_dims, graph.compute_type(src1));
+  const memory::desc src1_desc = src1_dims == dst ? layout : plain_desc(src1_dims, graph.compute_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
-  const dnnl::binary::primitive_desc pd(
-      graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));
+  const dnnl::binary::primitive_desc pd(graph.engine(), alg, layout, src1_desc, layout, attr_with(post_ops));
   ArgList args = {
-      {DNNL_ARG_SRC_0, graph.input(src0, layout)},
-      {DNNL_ARG_SRC_1, operand(graph, src1, src1_dims, src1_desc)}};
+      {DNNL_ARG_SRC_0, graph.input(src0, layout)}, {DNNL_ARG_SRC_1, operand(graph, src1, src1_dims, src1_desc)}};
   add_post_op_args(post_ops, pd, graph, args);
   args.emplace_back(DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc()));
   add_post_op_primitive(graph, post_ops, {dnnl::binary(pd), pd}, args, [&](const dnnl::post_ops& ops) {
@@ -183,8 +175,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims dst = graph.dims(step.outputs[0]);
   const size_t spatial = spatial_rank(graph.dims(src));
-  const algorithm alg =
-      lookup_code(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
+  const algorithm alg = lookup_code(kPoolingAlgorithms, step.int_scalar("alg"), "pooling alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const memory::dims strides = spatial_attr(step, "strides", spatial, 1);
@@ -251,7 +242,9 @@ void build_adaptive_pooling(const StepRecord& step, GraphBuilder& graph) {
   const size_t spatial = in.size() - 2;
   for (size_t d = 0; d < spatial; ++d) {
     ODNN_CHECK(
-        in[2 + d] > 0 && out[2 + d] > 0, "adaptive pooling of %s to %s", dims_string(in).c_str(),
+        in[2 + d] > 0 && out[2 + d] > 0,
+        "adaptive pooling of %s to %s",
+        dims_string(in).c_str(),
         dims_string(out).c_str());
     loop.in[3 - spatial + d] = static_cast<size_t>(in[2 + d]);
     loop.out[3 - spatial + d] = static_cast<size_t>(out[2 + d]);
@@ -269,13 +262,11 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
       "dst %s must keep the rank of src %s with reduced dims set to 1",
       dims_string(dst).c_str(),
       dims_string(src_dims).c_str());
-  const algorithm alg =
-      lookup_code(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
+  const algorithm alg = lookup_code(kReductionAlgorithms, step.int_scalar("alg"), "reduction alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::reduction::primitive_desc pd(
-      graph.engine(), alg, src_desc, graph.dst_layout(step.outputs[0], type), 0.0f, 0.0f,
-      GraphBuilder::default_attr());
+      graph.engine(), alg, src_desc, graph.dst_layout(step.outputs[0], type), 0.0f, 0.0f, GraphBuilder::default_attr());
   const BufferId source = graph.input(src, src_desc);
   const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
   const auto record = [&]() {
@@ -318,8 +309,13 @@ void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
   }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::batch_normalization_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, layout, layout,
-      static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
+      graph.engine(),
+      prop_kind::forward_inference,
+      layout,
+      layout,
+      static_cast<float>(step.float_scalar("eps")),
+      flags,
+      GraphBuilder::default_attr());
   ArgList args = {
       {DNNL_ARG_SRC, graph.input(src, layout)},
       {DNNL_ARG_MEAN, vector_operand(graph, step.inputs[1], channels, "mean")},
@@ -352,8 +348,13 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   }
   const memory::desc layout = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const dnnl::layer_normalization_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, layout, layout,
-      static_cast<float>(step.float_scalar("eps")), flags, GraphBuilder::default_attr());
+      graph.engine(),
+      prop_kind::forward_inference,
+      layout,
+      layout,
+      static_cast<float>(step.float_scalar("eps")),
+      flags,
+      GraphBuilder::default_attr());
   ArgList args = {{DNNL_ARG_SRC, graph.input(src, layout)}};
   if (has_scale) {
     args.emplace_back(DNNL_ARG_SCALE, vector_operand(graph, step.inputs[1], features, "scale"));
@@ -407,12 +408,10 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const memory::dims dims = graph.dims(src);
   require_same_dims(dims, graph.dims(step.outputs[0]), "src and dst dims");
   const int axis = normalize_axis(step.int_scalar("axis"), dims.size());
-  const algorithm alg = step.int_scalar("log") != 0 ? algorithm::softmax_log
-                                                     : algorithm::softmax_accurate;
+  const algorithm alg = step.int_scalar("log") != 0 ? algorithm::softmax_log : algorithm::softmax_accurate;
   // The fully-masked-row fix-up reads and writes f32 on the host: such a softmax computes in f32
   // and converts its result when the output is bf16.
-  const bool zero_masked_rows =
-      step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
+  const bool zero_masked_rows = step.has("zero_fully_masked_rows") && step.int_scalar("zero_fully_masked_rows") != 0;
   // On the host, with AVX-512 or one value at a time: oneDNN's AVX2 softmax drops a NaN where
   // PyTorch's row becomes NaN, and its log-softmax gives -inf where a row holding +inf is NaN.
   if (axis + 1 == static_cast<int>(dims.size()) && dims.back() > 0) {
@@ -434,13 +433,10 @@ void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const memory::desc output = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const memory::desc layout = zero_masked_rows ? plain_desc(dims) : output;
   const dnnl::softmax_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis,
-      GraphBuilder::default_attr());
+      graph.engine(), prop_kind::forward_inference, alg, layout, layout, axis, GraphBuilder::default_attr());
   const BufferId source = graph.input(src, layout);
-  const BufferId destination =
-      layout == output ? graph.define(step.outputs[0], output) : graph.scratch(layout);
-  graph.add_primitive(
-      dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, destination}});
+  const BufferId destination = layout == output ? graph.define(step.outputs[0], output) : graph.scratch(layout);
+  graph.add_primitive(dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, destination}});
   if (zero_masked_rows) {
     HostLoop rows;
     rows.kind = HostLoop::Kind::ZeroFullyMaskedRows;
@@ -464,18 +460,20 @@ void build_resampling(const StepRecord& step, GraphBuilder& graph) {
       "dst %s must keep N and C of src %s",
       dims_string(dst).c_str(),
       dims_string(src_dims).c_str());
-  const algorithm alg =
-      lookup_code(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
+  const algorithm alg = lookup_code(kResamplingAlgorithms, step.int_scalar("alg"), "resampling alg");
   const DataType type = graph.compute_type(step.outputs[0]);
   const memory::desc src_desc = graph.desc_as(src, type);
   const dnnl::resampling_forward::primitive_desc pd(
-      graph.engine(), prop_kind::forward_inference, alg, src_desc,
-      graph.dst_layout(step.outputs[0], type), GraphBuilder::default_attr());
+      graph.engine(),
+      prop_kind::forward_inference,
+      alg,
+      src_desc,
+      graph.dst_layout(step.outputs[0], type),
+      GraphBuilder::default_attr());
   graph.add_primitive(
       dnnl::resampling_forward(pd),
       pd,
-      {{DNNL_ARG_SRC, graph.input(src, src_desc)},
-       {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
+      {{DNNL_ARG_SRC, graph.input(src, src_desc)}, {DNNL_ARG_DST, graph.define(step.outputs[0], pd.dst_desc())}});
 }
 
 } // namespace executorch::backends::onednn

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "GraphBuilder.h"
 
 #include <algorithm>
@@ -62,14 +64,13 @@ GraphBuilder::GraphBuilder(
       }
     }
     for (uint32_t id = 0; id < payload.values.size(); ++id) {
-      widened_[id] = program_type(id) == DataType::bf16 && !payload.values[id].is_constant &&
-          !at_boundary[id];
+      widened_[id] = program_type(id) == DataType::bf16 && !payload.values[id].is_constant && !at_boundary[id];
     }
   }
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
     if (payload.values[id].is_constant) {
-      constant_bytes_ += static_cast<size_t>(element_count(payload.values[id].dims)) *
-          memory::data_type_size(data_type(id));
+      constant_bytes_ +=
+          static_cast<size_t>(element_count(payload.values[id].dims)) * memory::data_type_size(data_type(id));
     }
   }
   for (uint32_t i = 0; i < payload.inputs.size(); ++i) {
@@ -148,8 +149,7 @@ std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id
     shared_->constants.resize(payload_.values.size());
     shared_->constants[id] = bytes;
   }
-  const size_t expected =
-      static_cast<size_t>(element_count(record.dims)) * memory::data_type_size(data_type(id));
+  const size_t expected = static_cast<size_t>(element_count(record.dims)) * memory::data_type_size(data_type(id));
   ODNN_CHECK(
       bytes->size() == expected,
       "constant value %u (key '%s'): %zu bytes, expected %zu for dims %s",
@@ -165,8 +165,7 @@ std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id
       id,
       record.key.c_str());
   ODNN_CHECK(
-      !record.checksum ||
-          crc32(static_cast<const uint8_t*>(source.get()), bytes->size()) == *record.checksum,
+      !record.checksum || crc32(static_cast<const uint8_t*>(source.get()), bytes->size()) == *record.checksum,
       "constant value %u (key '%s'): checksum mismatch: the program's weights are damaged",
       id,
       record.key.c_str());
@@ -186,10 +185,7 @@ BufferId GraphBuilder::input(uint32_t id, const memory::desc& wanted) {
   return as_layout(buffer(id), wanted);
 }
 
-BufferId GraphBuilder::input_view(
-    uint32_t id,
-    const memory::desc& view,
-    const memory::desc& wanted) {
+BufferId GraphBuilder::input_view(uint32_t id, const memory::desc& view, const memory::desc& wanted) {
   return as_layout(alias(plain_input(id), view), wanted);
 }
 
@@ -218,11 +214,7 @@ BufferId GraphBuilder::as_layout(BufferId source, const memory::desc& wanted) {
 }
 
 BufferId GraphBuilder::scaled_constant(
-    uint32_t id,
-    const memory::desc& view,
-    const memory::desc& wanted,
-    BufferId scales,
-    int mask) {
+    uint32_t id, const memory::desc& view, const memory::desc& wanted, BufferId scales, int mask) {
   ODNN_CHECK(is_constant(id), "value %u: only constants are scaled at init", id);
   const BufferId source = alias(plain_input(id), view);
   Buffer packed;
@@ -256,8 +248,7 @@ BufferId GraphBuilder::alias(BufferId base, const memory::desc& described, size_
 bool GraphBuilder::involves_bf16(const StepRecord& step) const {
   const auto is_bf16 = [&](uint32_t id) { return id != kNoValue && data_type(id) == DataType::bf16; };
   return std::any_of(step.inputs.begin(), step.inputs.end(), is_bf16) ||
-      std::any_of(step.outputs.begin(), step.outputs.end(), is_bf16) ||
-      asks_bf16(step);
+         std::any_of(step.outputs.begin(), step.outputs.end(), is_bf16) || asks_bf16(step);
 }
 
 bool GraphBuilder::asks_bf16(const StepRecord& step) const {
@@ -304,9 +295,8 @@ BufferId GraphBuilder::winograd_constant(BufferId weights, const memory::desc& w
   const memory::desc& source = buffers_[weights].desc;
   const memory::dims dims = source.get_dims();
   ODNN_CHECK(
-      is_constant_buffer(weights) && source.get_data_type() == DataType::f32 && dims.size() == 4 &&
-          dims[2] == 3 && dims[3] == 3 &&
-          wanted.get_dims() == memory::dims({static_cast<int64_t>(kWinogradPoints), dims[1], dims[0]}),
+      is_constant_buffer(weights) && source.get_data_type() == DataType::f32 && dims.size() == 4 && dims[2] == 3 &&
+          dims[3] == 3 && wanted.get_dims() == memory::dims({static_cast<int64_t>(kWinogradPoints), dims[1], dims[0]}),
       "Winograd weights %s -> %s (internal error)",
       dims_string(dims).c_str(),
       dims_string(wanted.get_dims()).c_str());
@@ -339,9 +329,7 @@ void GraphBuilder::note_use(BufferId id) {
 }
 
 void GraphBuilder::add_primitive(
-    const dnnl::primitive& primitive,
-    const dnnl::primitive_desc_base& pd,
-    const ArgList& args) {
+    const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd, const ArgList& args) {
   for (const auto& arg : args) {
     note_use(arg.second);
   }
@@ -349,8 +337,7 @@ void GraphBuilder::add_primitive(
 }
 
 void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
-  dnnl::reorder::primitive_desc pd(
-      engine_, buffers_[source].desc, engine_, buffers_[destination].desc, default_attr());
+  dnnl::reorder::primitive_desc pd(engine_, buffers_[source].desc, engine_, buffers_[destination].desc, default_attr());
   add_primitive(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}});
 }
 
@@ -362,11 +349,7 @@ void GraphBuilder::add_fill(BufferId target, float value) {
 }
 
 void GraphBuilder::add_host_loop(
-    const HostLoop& loop,
-    BufferId target,
-    BufferId source,
-    BufferId aux,
-    const std::vector<BufferId>& more_sources) {
+    const HostLoop& loop, BufferId target, BufferId source, BufferId aux, const std::vector<BufferId>& more_sources) {
   ArgList args{{DNNL_ARG_DST, target}};
   if (source != kNoBuffer) {
     args.emplace_back(DNNL_ARG_SRC, source);
@@ -383,9 +366,7 @@ void GraphBuilder::add_host_loop(
   record({dnnl::primitive(), args, memory::desc(), loop});
 }
 
-void GraphBuilder::add_non_finite_branch(
-    const std::function<void()>& fast,
-    const std::function<void()>& exact) {
+void GraphBuilder::add_non_finite_branch(const std::function<void()>& fast, const std::function<void()>& exact) {
   HostLoop branch;
   branch.kind = HostLoop::Kind::NonFiniteBranch;
   const size_t conversions = conversions_.size();
@@ -399,9 +380,7 @@ void GraphBuilder::add_non_finite_branch(
   exact();
   steps_[branch_index].host.skip = jump_index - branch_index;
   steps_[jump_index].host.skip = steps_.size() - jump_index - 1;
-  ODNN_CHECK(
-      conversions_.size() == conversions,
-      "a guarded step converted a value inside its branch (internal error)");
+  ODNN_CHECK(conversions_.size() == conversions, "a guarded step converted a value inside its branch (internal error)");
 }
 
 void GraphBuilder::record(RecordedStep step) {
@@ -515,14 +494,16 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
       const BufferId source_root = root(conversion.source);
       last_read[source_root] = index;
       const Buffer& source = buffers_[source_root];
-      const int64_t source_key = source.storage == Storage::Packed
-          ? packing_of[source_root]
-          : static_cast<int64_t>(source.owner_value);
+      const int64_t source_key =
+          source.storage == Storage::Packed ? packing_of[source_root] : static_cast<int64_t>(source.owner_value);
       packing_of[conversion.result] = -1 - static_cast<int64_t>(packings.size());
-      packings.push_back({source_key, buffers_[conversion.source].desc, packed.desc,
-                          conversion.scales == kNoBuffer ? std::vector<uint8_t>()
-                                                         : buffers_[conversion.scales].bytes,
-                          conversion.scale_mask, conversion.winograd});
+      packings.push_back(
+          {source_key,
+           buffers_[conversion.source].desc,
+           packed.desc,
+           conversion.scales == kNoBuffer ? std::vector<uint8_t>() : buffers_[conversion.scales].bytes,
+           conversion.scale_mask,
+           conversion.winograd});
     }
   }
   if (total == 0) {
@@ -572,8 +553,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
   if (shared != nullptr) {
     auto& list = shared->packed_weights;
     list.erase(
-        std::remove_if(list.begin(), list.end(), [](const auto& entry) { return entry.block.expired(); }),
-        list.end());
+        std::remove_if(list.begin(), list.end(), [](const auto& entry) { return entry.block.expired(); }), list.end());
     list.push_back({std::move(packings), graph.weights_storage_});
   }
 }
@@ -654,9 +634,7 @@ void GraphBuilder::finish(CompiledGraph& graph) {
           step.host_sources.push_back(memory_of(buffer)); // recorded in order
           continue;
         }
-        (arg == DNNL_ARG_DST ? step.host_dst
-             : arg == DNNL_ARG_SRC ? step.host_src
-                                   : step.host_aux) = memory_of(buffer);
+        (arg == DNNL_ARG_DST ? step.host_dst : arg == DNNL_ARG_SRC ? step.host_src : step.host_aux) = memory_of(buffer);
       }
       if (step.host_dst) {
         const memory::desc dst_desc = step.host_dst.get_desc();

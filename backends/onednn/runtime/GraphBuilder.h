@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Init-time construction of a CompiledGraph: tracks where every value lives and in which layout,
 // inserts reorders where a step needs another layout, fetches constants, and finally plans the
 // arena and turns the recorded steps into prepared ones.
@@ -26,25 +28,25 @@ constexpr BufferId kNoBuffer = 0xFFFFFFFF;
 
 // Where the bytes of a buffer live.
 enum class Storage : uint8_t {
-  Arena, // a slot in the per-graph arena, placed by liveness
-  GraphInput, // the caller's input tensor, bound in execute()
+  Arena,       // a slot in the per-graph arena, placed by liveness
+  GraphInput,  // the caller's input tensor, bound in execute()
   GraphOutput, // the caller's output tensor, bound in execute()
-  Packed, // a constant converted into another layout, in the graph's block of packed weights
-  Program, // a constant's bytes where the program's named data map keeps them (read only)
-  Alias, // another buffer's bytes under another descriptor
-  Owned, // small bytes made at init (quantization scales and zero points), owned by the graph
+  Packed,      // a constant converted into another layout, in the graph's block of packed weights
+  Program,     // a constant's bytes where the program's named data map keeps them (read only)
+  Alias,       // another buffer's bytes under another descriptor
+  Owned,       // small bytes made at init (quantization scales and zero points), owned by the graph
 };
 
 struct Buffer {
   memory::desc desc;
   Storage storage = Storage::Arena;
-  uint32_t arg_index = 0; // GraphInput/GraphOutput: position in execute()'s args
-  BufferId alias_of = 0; // Alias
+  uint32_t arg_index = 0;                                 // GraphInput/GraphOutput: position in execute()'s args
+  BufferId alias_of = 0;                                  // Alias
   std::shared_ptr<runtime::FreeableBuffer> program_bytes; // Program, loaded when first read
-  uint32_t owner_value = kNoValue; // the value whose producer defined this buffer
-  int64_t first_step = -1; // liveness (Arena roots), in recorded-step positions
+  uint32_t owner_value = kNoValue;                        // the value whose producer defined this buffer
+  int64_t first_step = -1;                                // liveness (Arena roots), in recorded-step positions
   int64_t last_step = -1;
-  size_t offset = 0; // Arena: in the arena; Packed: in the packed weights; Alias: in alias_of's bytes
+  size_t offset = 0;          // Arena: in the arena; Packed: in the packed weights; Alias: in alias_of's bytes
   std::vector<uint8_t> bytes; // Owned
 };
 
@@ -173,11 +175,7 @@ class GraphBuilder {
   // input_view() of a constant whose values are multiplied on the way, once at init, by `scales` (an
   // owned f32 constant) along the dims of `view` that `mask` selects: int8 weights dequantized.
   BufferId scaled_constant(
-      uint32_t id,
-      const memory::desc& view,
-      const memory::desc& wanted,
-      BufferId scales,
-      int mask);
+      uint32_t id, const memory::desc& view, const memory::desc& wanted, BufferId scales, int mask);
   // Constant f32 3x3 convolution weights [OC, IC, 3, 3] (in any layout: the program's bytes or
   // another conversion's result, such as int8 weights dequantized) transformed once at init for
   // Winograd F(4x4, 3x3) (Winograd.h): [36, IC, OC] in layout `wanted`.
@@ -205,10 +203,7 @@ class GraphBuilder {
   }
 
   // Records a primitive to run in order; `pd` gives its scratchpad size.
-  void add_primitive(
-      const dnnl::primitive& primitive,
-      const dnnl::primitive_desc_base& pd,
-      const ArgList& args);
+  void add_primitive(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd, const ArgList& args);
   void add_reorder(BufferId source, BufferId destination);
   void add_fill(BufferId target, float value); // target: f32 or bf16
   // A loop on the calling thread writing `target` and reading `source`, when given; `aux` is a

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Work oneDNN has no primitive for, run on the calling thread between primitives (the CPU stream
 // executes in order and synchronously, so the data is there).
 #pragma once
@@ -18,28 +20,28 @@ namespace executorch::backends::onednn {
 
 struct HostLoop {
   enum class Kind : unsigned char {
-    Fill, // dst[:] = value
+    Fill,                // dst[:] = value
     ZeroFullyMaskedRows, // dst row = 0 where every src entry along the row is -inf
-    QuantizeRows, // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
-    Softmax, // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
-    RmsNorm, // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
-    Unary, // dst = unary(src), f32, elementwise
-    Clamp, // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
-    GeluTanh, // dst = GELU of src, tanh approximation (RowKernels.h), elementwise; f32 or bf16 (`bf16`)
-    AdaptivePool, // dst = PyTorch's adaptive max or average pooling of src, f32, plain
-    ArgReduce, // dst (int64) = argmax or argmin of src (f32) along a dim
-    Gather, // dst = rows of src picked by the int64 indices in aux
-    Elementwise, // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
-    IndexPut, // dst = src with the points the more sources (int64) pick set from aux
+    QuantizeRows,        // dst (s8) = src (f32) quantized per row, each row's scale into aux (f32)
+    Softmax,             // dst = softmax of src along contiguous rows (RowKernels.h), aux: the mask when it has one
+    RmsNorm,             // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
+    Unary,               // dst = unary(src), f32, elementwise
+    Clamp,               // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
+    GeluTanh,            // dst = GELU of src, tanh approximation (RowKernels.h), elementwise; f32 or bf16 (`bf16`)
+    AdaptivePool,        // dst = PyTorch's adaptive max or average pooling of src, f32, plain
+    ArgReduce,           // dst (int64) = argmax or argmin of src (f32) along a dim
+    Gather,              // dst = rows of src picked by the int64 indices in aux
+    Elementwise,         // dst = f(src, aux[, first of more sources]) under broadcasting (IndexKernels.h)
+    IndexPut,            // dst = src with the points the more sources (int64) pick set from aux
     // The NaN guards (NanKernels.h), no dst: unless a graph input or a constant holds a NaN or an
     // infinity, the next `skip` steps (the fast path and its closing Jump) run; otherwise they are
     // skipped for the exact path after them.
     NonFiniteBranch,
-    Jump, // no dst: skips the next `skip` steps (the exact path of the branch before it)
-    KeepNan, // dst = NaN where src is NaN, elementwise, in place; f32 or bf16 (`bf16`)
-    MaxPool, // dst = PyTorch's max pooling of src, f32, plain
+    Jump,           // no dst: skips the next `skip` steps (the exact path of the branch before it)
+    KeepNan,        // dst = NaN where src is NaN, elementwise, in place; f32 or bf16 (`bf16`)
+    MaxPool,        // dst = PyTorch's max pooling of src, f32, plain
     ReduceExtremum, // dst = max or min of src over the dims where dst has size 1, f32, plain
-    WinogradInput, // dst = the transformed 6x6 tiles of src (Winograd.h)
+    WinogradInput,  // dst = the transformed 6x6 tiles of src (Winograd.h)
     WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
                     // the first more source when given
   };
@@ -48,27 +50,27 @@ struct HostLoop {
   float value = 0.0f;
   bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
   RowIsa isa = RowIsa::scalar; // GeluTanh
-  float upper = 0.0f; // Clamp
+  float upper = 0.0f;          // Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).
   size_t outer = 0;
   size_t extent = 0;
   size_t inner = 0;
-  SoftmaxRows softmax; // Softmax
-  RmsNormRows rms_norm; // RmsNorm
+  SoftmaxRows softmax;        // Softmax
+  RmsNormRows rms_norm;       // RmsNorm
   Unary unary = Unary::Floor; // Unary
   // AdaptivePool: `outer` planes (N * C) of in[] -> out[] (depth, height, width; 1 where absent).
   size_t in[3] = {1, 1, 1};
   size_t out[3] = {1, 1, 1};
   bool max = false;
-  ArgReduceRows arg_reduce; // ArgReduce
-  GatherRows gather; // Gather
+  ArgReduceRows arg_reduce;    // ArgReduce
+  GatherRows gather;           // Gather
   ElementwiseLoop elementwise; // Elementwise
-  IndexPutLoop index_put; // IndexPut
-  size_t skip = 0; // NonFiniteBranch, Jump
-  MaxPoolPlanes max_pool; // MaxPool
-  ExtremumReduction extremum; // ReduceExtremum
-  WinogradShape winograd; // WinogradInput, WinogradOutput
+  IndexPutLoop index_put;      // IndexPut
+  size_t skip = 0;             // NonFiniteBranch, Jump
+  MaxPoolPlanes max_pool;      // MaxPool
+  ExtremumReduction extremum;  // ReduceExtremum
+  WinogradShape winograd;      // WinogradInput, WinogradOutput
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs
@@ -224,13 +226,7 @@ inline void quantize_row(const float* x, size_t count, int8_t* q, float* scale_o
 }
 
 // Rows [begin, end) of a QuantizeRows loop.
-inline void quantize_rows(
-    const HostLoop& loop,
-    const void* src,
-    void* dst,
-    void* scales,
-    size_t begin,
-    size_t end) {
+inline void quantize_rows(const HostLoop& loop, const void* src, void* dst, void* scales, size_t begin, size_t end) {
   for (size_t row = begin; row < end; ++row) {
     quantize_row(
         static_cast<const float*>(src) + row * loop.extent,

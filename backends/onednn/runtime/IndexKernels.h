@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Host kernels of the steps that read or write integer and boolean tensors, which oneDNN's CPU
 // primitives do not take: argmax/argmin, gathering rows by index, and elementwise division with a
 // rounding mode, comparison and selection under numpy broadcasting. Values reach them plain (f32 for
@@ -168,12 +170,14 @@ bool compare(HostElementwiseAlg alg, T a, T b) {
 
 template <typename T>
 runtime::Error compare_values(const ElementwiseLoop& loop, const T* a, const T* b, uint8_t* dst) {
-  for_each_broadcast(loop, [&](size_t out, size_t i, size_t j, size_t) { dst[out] = compare(loop.alg, a[i], b[j]) ? 1 : 0; });
+  for_each_broadcast(
+      loop, [&](size_t out, size_t i, size_t j, size_t) { dst[out] = compare(loop.alg, a[i], b[j]) ? 1 : 0; });
   return runtime::Error::Ok;
 }
 
 // a, b: the operands (WHERE: the condition and the operand taken where it holds); c: WHERE's other.
-inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, const void* a, const void* b, const void* c) {
+inline runtime::Error host_elementwise(
+    const ElementwiseLoop& loop, void* dst, const void* a, const void* b, const void* c) {
   switch (loop.alg) {
     case HostElementwiseAlg::FloorDivide:
     case HostElementwiseAlg::TruncDivide: {
@@ -191,9 +195,8 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
       const auto* y = static_cast<const int64_t*>(b);
       auto* out = static_cast<int64_t*>(dst);
       bool divided = true;
-      for_each_broadcast(loop, [&](size_t o, size_t i, size_t j, size_t) {
-        divided = divide(x[i], y[j], floor, out[o]) && divided;
-      });
+      for_each_broadcast(
+          loop, [&](size_t o, size_t i, size_t j, size_t) { divided = divide(x[i], y[j], floor, out[o]) && divided; });
       if (!divided) {
         ET_LOG(Error, "OneDnnBackend: integer division by zero");
         return runtime::Error::InvalidArgument;
@@ -231,18 +234,20 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
       auto* out = static_cast<uint8_t*>(dst);
       for_each_broadcast(loop, [&](size_t o, size_t i, size_t j, size_t) {
         const bool p = x[i] != 0, q = y[j] != 0;
-        const bool result = loop.alg == HostElementwiseAlg::LogicalAnd ? (p && q)
-            : loop.alg == HostElementwiseAlg::LogicalOr                ? (p || q)
-                                                                       : (p != q);
+        const bool result = loop.alg == HostElementwiseAlg::LogicalAnd  ? (p && q)
+                            : loop.alg == HostElementwiseAlg::LogicalOr ? (p || q)
+                                                                        : (p != q);
         out[o] = result ? 1 : 0;
       });
       return runtime::Error::Ok;
     }
     default:
       if (loop.integer) {
-        return compare_values(loop, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b), static_cast<uint8_t*>(dst));
+        return compare_values(
+            loop, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b), static_cast<uint8_t*>(dst));
       }
-      return compare_values(loop, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<uint8_t*>(dst));
+      return compare_values(
+          loop, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<uint8_t*>(dst));
   }
 }
 
@@ -250,8 +255,8 @@ inline runtime::Error host_elementwise(const ElementwiseLoop& loop, void* dst, c
 // whole leading dims, `count` entries each, negative counting from the end) set to, or increased by,
 // values broadcast over [sliced dims..., index dims..., x's remaining dims].
 struct IndexPutLoop {
-  size_t indexed = 0; // index tensors: the dims of x they index, after the leading sliced ones
-  size_t sizes[kMaxRank] = {}; // those dims' sizes
+  size_t indexed = 0;            // index tensors: the dims of x they index, after the leading sliced ones
+  size_t sizes[kMaxRank] = {};   // those dims' sizes
   size_t strides[kMaxRank] = {}; // and strides in x, in elements
   size_t count = 0;
   size_t inner = 0; // elements of x after the indexed dims
@@ -263,11 +268,7 @@ struct IndexPutLoop {
 
 // Every index is checked before anything is written. f32 data.
 inline runtime::Error index_put(
-    const IndexPutLoop& put,
-    void* dst,
-    const void* x,
-    const void* values,
-    const void* const* indices) {
+    const IndexPutLoop& put, void* dst, const void* x, const void* values, const void* const* indices) {
   for (size_t k = 0; k < put.indexed; ++k) {
     const auto* index = static_cast<const int64_t*>(indices[k]);
     const auto size = static_cast<int64_t>(put.sizes[k]);

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // ARG_REDUCTION, GATHER, HOST_ELEMENTWISE, INDEX_PUT: the steps that read or write S64 and BOOL values. They
 // run on the host (IndexKernels.h) over plain bytes; floating-point data is taken in f32 (bf16 is
 // converted around them, exactly: these steps compare, pick and copy values).
@@ -14,10 +16,10 @@ DType dtype_of(GraphBuilder& graph, uint32_t id) {
 
 // What a HOST_ELEMENTWISE alg takes and writes (FORMAT.md): dtypes are checked by this, per code.
 enum class HostOperands : uint8_t {
-  Divide, // two operands of one kind (F32/BF16 or S64), dst of that kind
-  Compare, // two operands of one kind (F32/BF16 or S64), dst BOOL
-  Where, // a BOOL condition, then two operands of one kind, dst of that kind
-  Logical, // two BOOL operands, dst BOOL
+  Divide,   // two operands of one kind (F32/BF16 or S64), dst of that kind
+  Compare,  // two operands of one kind (F32/BF16 or S64), dst BOOL
+  Where,    // a BOOL condition, then two operands of one kind, dst of that kind
+  Logical,  // two BOOL operands, dst BOOL
   Extremum, // two F32/BF16 operands, dst of that kind
 };
 
@@ -37,9 +39,7 @@ constexpr CodeRow<HostElementwiseAlg, HostOperands> kHostElementwiseOperands[] =
     {HostElementwiseAlg::Maximum, HostOperands::Extremum},
     {HostElementwiseAlg::Minimum, HostOperands::Extremum},
 };
-static_assert(
-    covers_codes(kHostElementwiseOperands, 0, kNumHostElementwiseAlgs),
-    "one row per HostElementwiseAlg");
+static_assert(covers_codes(kHostElementwiseOperands, 0, kNumHostElementwiseAlgs), "one row per HostElementwiseAlg");
 
 bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16;

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Host kernels behind the NaN guards: oneDNN (3.2, 3.13.1) loses a NaN in max pooling, max/min reduction, exp,
 // hardsigmoid, and relu or clamp fused as a post-op (it computes them with max/min instructions that
 // return the bound for a NaN, or clamps exp's argument). A guarded step scans its inputs at execute
@@ -59,7 +61,7 @@ struct MaxPoolPlanes {
   size_t kernel[3] = {1, 1, 1};
   size_t stride[3] = {1, 1, 1};
   size_t dilation[3] = {1, 1, 1}; // 1 = dense
-  size_t pad[3] = {0, 0, 0}; // before the first input
+  size_t pad[3] = {0, 0, 0};      // before the first input
 };
 
 namespace nan_kernels_detail {
@@ -122,8 +124,7 @@ struct ExtremumReduction {
 };
 
 inline void reduce_extremum(const ExtremumReduction& reduction, const float* src, float* dst) {
-  const float start = reduction.min ? std::numeric_limits<float>::infinity()
-                                    : -std::numeric_limits<float>::infinity();
+  const float start = reduction.min ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
   for (size_t i = 0; i < reduction.dst_count; ++i) {
     dst[i] = start;
   }

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
 // "num_threads", "max_isa", "verbose" and "winograd". Registered from a static initializer.
@@ -12,8 +14,8 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
 
-#include "DelegateGraph.h"
 #include "CpuIsa.h"
+#include "DelegateGraph.h"
 #include "InitError.h"
 #include "Payload.h"
 #include "Threading.h"
@@ -65,9 +67,7 @@ class OneDnnBackend final : public runtime::BackendInterface {
   }
 
   Result<DelegateHandle*> init(
-      BackendInitContext& context,
-      FreeableBuffer* processed,
-      ArrayRef<CompileSpec> /*compile_specs*/) const override {
+      BackendInitContext& context, FreeableBuffer* processed, ArrayRef<CompileSpec> /*compile_specs*/) const override {
     std::unique_ptr<DelegateGraph> graph;
     const Error error = run_catching("init failed", [&]() {
       ODNN_CHECK(processed != nullptr, "no payload");
@@ -87,8 +87,7 @@ class OneDnnBackend final : public runtime::BackendInterface {
     return graph.release();
   }
 
-  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args)
-      const override {
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const override {
     if (handle == nullptr) {
       ET_LOG(Error, "OneDnnBackend: execute called with a null handle");
       return Error::InvalidArgument;
@@ -112,7 +111,10 @@ class OneDnnBackend final : public runtime::BackendInterface {
       if (has_key(option, kWinogradOption)) {
         winograd = std::get_if<int>(&option.value);
         if (winograd == nullptr || *winograd < 0 || *winograd > 2) {
-          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)", kWinogradOption);
+          ET_LOG(
+              Error,
+              "OneDnnBackend: %s must be an int 0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)",
+              kWinogradOption);
           return Error::InvalidArgument;
         }
         continue;
@@ -120,7 +122,8 @@ class OneDnnBackend final : public runtime::BackendInterface {
       if (has_key(option, kVerboseOption)) {
         verbose = std::get_if<int>(&option.value);
         if (verbose == nullptr || *verbose < 0 || *verbose > 2) {
-          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (off), 1 (executions) or 2 (also creations)", kVerboseOption);
+          ET_LOG(
+              Error, "OneDnnBackend: %s must be an int 0 (off), 1 (executions) or 2 (also creations)", kVerboseOption);
           return Error::InvalidArgument;
         }
         continue;
@@ -225,8 +228,7 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_get_num_thr
   }
   executorch::runtime::BackendOptions<1> options;
   options.set_option(kNumThreadsOption, 0);
-  const executorch::runtime::Error error =
-      executorch::runtime::get_option(kBackendName, options.view());
+  const executorch::runtime::Error error = executorch::runtime::get_option(kBackendName, options.view());
   if (error != executorch::runtime::Error::Ok) {
     return static_cast<int>(error);
   }
@@ -270,11 +272,11 @@ extern "C" __attribute__((visibility("default"))) const char* onednn_backend_one
     const dnnl_version_t* version = dnnl_version();
     const std::string hash = version->hash == nullptr ? "N/A" : version->hash;
     const char* runtime = version->cpu_runtime == DNNL_RUNTIME_THREADPOOL ? "threadpool"
-        : version->cpu_runtime == DNNL_RUNTIME_SEQ                        ? "sequential"
+                          : version->cpu_runtime == DNNL_RUNTIME_SEQ      ? "sequential"
                                                                           : "other";
     const std::string commit = hash == "N/A" ? "" : hash.substr(0, 10) + ", ";
     return std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
-        std::to_string(version->patch) + " (" + commit + runtime + ")";
+           std::to_string(version->patch) + " (" + commit + runtime + ")";
   }();
   return text.c_str();
 }

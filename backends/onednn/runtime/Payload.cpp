@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "Payload.h"
 
 #include <array>
@@ -46,12 +48,7 @@ class ByteReader {
   }
   std::string str(const char* what) {
     const uint32_t length = u32(what);
-    ODNN_CHECK(
-        length <= kMaxStringLength,
-        "%s: string length %u exceeds %u",
-        what,
-        length,
-        kMaxStringLength);
+    ODNN_CHECK(length <= kMaxStringLength, "%s: string length %u exceeds %u", what, length, kMaxStringLength);
     require(length, what);
     std::string result(reinterpret_cast<const char*>(data_ + offset_), length);
     // Keys and names are printable ASCII; anything else is corruption, and quoting it in a log
@@ -139,11 +136,7 @@ ValueRecord read_value(ByteReader& reader, uint32_t id, bool weight_checksums) {
   for (uint32_t d = 0; d < rank; ++d) {
     value.dims[d] = reader.i64("value dims");
     ODNN_CHECK(
-        value.dims[d] >= 1,
-        "value %u: dim %u is %lld, must be >= 1",
-        id,
-        d,
-        static_cast<long long>(value.dims[d]));
+        value.dims[d] >= 1, "value %u: dim %u is %lld, must be >= 1", id, d, static_cast<long long>(value.dims[d]));
   }
   element_count(value.dims);
   if (value.is_constant) {
@@ -226,8 +219,7 @@ void validate_signature(const StepRecord& step, uint32_t index) {
       signature.fixed_inputs,
       extra);
   for (size_t slot = 0; slot < num_inputs; ++slot) {
-    const bool optional = !signature.variadic && slot >= signature.required_inputs &&
-        slot < signature.fixed_inputs;
+    const bool optional = !signature.variadic && slot >= signature.required_inputs && slot < signature.fixed_inputs;
     ODNN_CHECK(
         step.inputs[slot] != kNoValue || optional,
         "step %u (%s): input %zu is NO_VALUE but is not optional",
@@ -241,12 +233,7 @@ void validate_signature(const StepRecord& step, uint32_t index) {
 std::vector<int64_t> read_shape_code(ByteReader& reader, const char* what, uint32_t index) {
   const uint32_t count = reader.u32("shape code length");
   ODNN_CHECK(
-      count >= 1 && count <= kMaxShapeCode,
-      "%s %u: code of %u entries (1 to %u)",
-      what,
-      index,
-      count,
-      kMaxShapeCode);
+      count >= 1 && count <= kMaxShapeCode, "%s %u: code of %u entries (1 to %u)", what, index, count, kMaxShapeCode);
   std::vector<int64_t> code(count);
   for (int64_t& entry : code) {
     entry = reader.i64("shape code");
@@ -309,23 +296,17 @@ void validate_graph(const Payload& payload) {
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
     const ValueRecord& value = payload.values[id];
     const auto dtype = static_cast<DType>(value.dtype);
-    const bool executed = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S8 ||
-        dtype == DType::U8 || dtype == DType::S64 || dtype == DType::Bool;
+    const bool executed = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S8 || dtype == DType::U8 ||
+                          dtype == DType::S64 || dtype == DType::Bool;
     if (!executed) {
-      fail(Error::NotSupported,
-           "value %u: dtype %s not supported by this runtime",
-           id,
-           dtype_name(value.dtype));
+      fail(Error::NotSupported, "value %u: dtype %s not supported by this runtime", id, dtype_name(value.dtype));
     }
     if (value.is_constant) {
       source[id] = Source::Constant;
     }
   }
   for (uint32_t id : payload.inputs) {
-    ODNN_CHECK(
-        source[id] == Source::None,
-        "graph input value %u is a constant or listed twice",
-        id);
+    ODNN_CHECK(source[id] == Source::None, "graph input value %u is a constant or listed twice", id);
     source[id] = Source::GraphInput;
   }
   // int8 values live inside the graph only: its inputs and outputs are F32, BF16, S64 or BOOL tensors.
@@ -379,10 +360,7 @@ void validate_graph(const Payload& payload) {
     is_output[id] = true;
   }
   for (uint32_t id = 0; id < payload.values.size(); ++id) {
-    ODNN_CHECK(
-        source[id] != Source::None,
-        "value %u is neither a graph input, a constant nor produced by a step",
-        id);
+    ODNN_CHECK(source[id] != Source::None, "value %u is neither a graph input, a constant nor produced by a step", id);
   }
 }
 
@@ -423,10 +401,7 @@ std::vector<int64_t> StepRecord::ints(std::string_view name) const {
   const AttributeRecord* attribute = find(name);
   ODNN_CHECK(attribute != nullptr, "missing attribute '%.*s'", int(name.size()), name.data());
   ODNN_CHECK(
-      attribute->type == AttributeType::I64List,
-      "attribute '%.*s' must be an i64 list",
-      int(name.size()),
-      name.data());
+      attribute->type == AttributeType::I64List, "attribute '%.*s' must be an i64 list", int(name.size()), name.data());
   return attribute->ints;
 }
 
@@ -490,8 +465,8 @@ uint32_t crc32(const uint8_t* data, size_t size) noexcept {
     std::memcpy(&high, data + 4, 4);
     low ^= crc;
     crc = tables[7][low & 0xFFu] ^ tables[6][(low >> 8) & 0xFFu] ^ tables[5][(low >> 16) & 0xFFu] ^
-        tables[4][low >> 24] ^ tables[3][high & 0xFFu] ^ tables[2][(high >> 8) & 0xFFu] ^
-        tables[1][(high >> 16) & 0xFFu] ^ tables[0][high >> 24];
+          tables[4][low >> 24] ^ tables[3][high & 0xFFu] ^ tables[2][(high >> 8) & 0xFFu] ^
+          tables[1][(high >> 16) & 0xFFu] ^ tables[0][high >> 24];
   }
   for (; size > 0; ++data, --size) {
     crc = tables[0][(crc ^ *data) & 0xFFu] ^ (crc >> 8);
@@ -519,8 +494,7 @@ Payload parse_payload(const uint8_t* data, size_t size) {
       size);
   const uint32_t checksum = reader.u32("checksum");
   ODNN_CHECK(
-      crc32(data + kChecksummedFrom, size - kChecksummedFrom) == checksum,
-      "checksum mismatch: the payload is damaged");
+      crc32(data + kChecksummedFrom, size - kChecksummedFrom) == checksum, "checksum mismatch: the payload is damaged");
   const uint32_t flags = reader.u32("flags");
   ODNN_CHECK((flags & ~(kFlagDynamic | kFlagWeightChecksums)) == 0, "unknown header flags 0x%x", flags);
   const uint32_t num_values = reader.u32("num_values");

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The payload parsed into plain structs (see serialization/FORMAT.md). parse_payload() checks
 // every bound before reading and validates the graph rules; anything wrong throws InitError.
 #pragma once
@@ -17,8 +19,8 @@ struct ValueRecord {
   uint8_t dtype = 0;
   bool is_constant = false;
   Layout layout = Layout::Native;
-  std::vector<int64_t> dims; // empty for a scalar
-  std::string key; // named-data key, constants only
+  std::vector<int64_t> dims;        // empty for a scalar
+  std::string key;                  // named-data key, constants only
   std::optional<uint32_t> checksum; // CRC-32 of a constant's bytes, when the program carries them
 };
 

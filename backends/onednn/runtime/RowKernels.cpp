@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "RowKernels.h"
 
 #include <immintrin.h>
@@ -32,8 +34,7 @@ namespace {
 constexpr size_t kLanes = 16;
 
 ODNN_AVX512 inline __mmask16 tail_mask(size_t count) {
-  return count >= kLanes ? static_cast<__mmask16>(0xFFFF)
-                         : static_cast<__mmask16>((1u << count) - 1u);
+  return count >= kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
 }
 
 // Across the 16 lanes.
@@ -69,12 +70,10 @@ ODNN_AVX512 inline void store(void* row, bool bf16, size_t at, __mmask16 mask, _
   }
   const __m512i bits = _mm512_castps_si512(value);
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
   const __mmask16 nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
   rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
-  _mm256_mask_storeu_epi16(
-      static_cast<uint16_t*>(row) + at, mask, _mm512_cvtepi32_epi16(rounded));
+  _mm256_mask_storeu_epi16(static_cast<uint16_t*>(row) + at, mask, _mm512_cvtepi32_epi16(rounded));
 }
 
 // exp(x) within about 1 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 and
@@ -84,8 +83,7 @@ ODNN_AVX512 inline __m512 exp16(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
   x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
   const __m512 n = _mm512_roundscale_ps(
-      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
@@ -146,9 +144,8 @@ ODNN_AVX512 void softmax_row_avx512(
   const __m512 scale = _mm512_set1_ps(1.0f / horizontal_sum(sum));
   for (size_t at = 0; at < valid && !rows.log; at += kLanes) {
     const __mmask16 mask = tail_mask(valid - at);
-    const __m512 e = rows.dst_bf16
-        ? exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift))
-        : load(dst, false, at, mask, _mm512_setzero_ps());
+    const __m512 e = rows.dst_bf16 ? exp16(_mm512_sub_ps(input(src, rows.src_bf16, mask_row, at, mask), shift))
+                                   : load(dst, false, at, mask, _mm512_setzero_ps());
     store(dst, rows.dst_bf16, at, mask, _mm512_mul_ps(e, scale));
   }
   const bool nan_row = valid == 0 && !rows.zero_fully_masked;
@@ -188,8 +185,8 @@ ODNN_AVX2 inline __m256 load8(const void* row, bool bf16, size_t at, size_t coun
   float buffer[kLanes2];
   for (size_t i = 0; i < kLanes2; ++i) {
     buffer[i] = i >= count ? fill
-        : bf16         ? bf16_to_float(static_cast<const uint16_t*>(row)[at + i])
-                       : static_cast<const float*>(row)[at + i];
+                : bf16     ? bf16_to_float(static_cast<const uint16_t*>(row)[at + i])
+                           : static_cast<const float*>(row)[at + i];
   }
   return _mm256_loadu_ps(buffer);
 }
@@ -288,9 +285,8 @@ ODNN_AVX2 void softmax_row_avx2(
   }
   const __m256 scale = _mm256_set1_ps(1.0f / horizontal_sum(sum));
   for (size_t at = 0; at < valid && !rows.log; at += kLanes2) {
-    const __m256 e = rows.dst_bf16
-        ? exp8(_mm256_sub_ps(input8(src, rows.src_bf16, mask_row, at, valid - at), shift))
-        : load8(dst, false, at, valid - at, 0.0f);
+    const __m256 e = rows.dst_bf16 ? exp8(_mm256_sub_ps(input8(src, rows.src_bf16, mask_row, at, valid - at), shift))
+                                   : load8(dst, false, at, valid - at, 0.0f);
     store8(dst, rows.dst_bf16, at, valid - at, _mm256_mul_ps(e, scale));
   }
   const bool nan_row = valid == 0 && !rows.zero_fully_masked;
@@ -326,11 +322,10 @@ float bf16_to_float(uint16_t bits) {
 }
 
 // The same, one value at a time, for CPUs (or instruction-set caps) without AVX2.
-void softmax_row_scalar(
-    const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
+void softmax_row_scalar(const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
   const auto x = [&](size_t e) {
-    const float value = rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e])
-                                      : static_cast<const float*>(src)[e];
+    const float value =
+        rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
     return mask_row == nullptr ? value : value + mask_row[e];
   };
   const auto put = [&](size_t e, float value) {
@@ -365,8 +360,7 @@ void softmax_row_scalar(
   }
 }
 
-ODNN_AVX512 void rms_norm_row_avx512(
-    const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
+ODNN_AVX512 void rms_norm_row_avx512(const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
   const size_t extent = rows.extent;
   __m512 squares = _mm512_setzero_ps();
   for (size_t at = 0; at < extent; at += kLanes) {
@@ -387,8 +381,7 @@ ODNN_AVX512 void rms_norm_row_avx512(
 
 void rms_norm_row_scalar(const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
   const auto x = [&](size_t e) {
-    return rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e])
-                         : static_cast<const float*>(src)[e];
+    return rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
   };
   float squares = 0.0f;
   for (size_t e = 0; e < rows.extent; ++e) {
@@ -440,13 +433,7 @@ RowIsa host_row_isa() noexcept {
   return allows(dnnl_cpu_isa_avx512_core) ? RowIsa::avx512 : allows(dnnl_cpu_isa_avx2) ? RowIsa::avx2 : RowIsa::scalar;
 }
 
-void softmax_rows(
-    const SoftmaxRows& rows,
-    const void* src,
-    void* dst,
-    const float* mask,
-    size_t begin,
-    size_t end) {
+void softmax_rows(const SoftmaxRows& rows, const void* src, void* dst, const float* mask, size_t begin, size_t end) {
   const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
   const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
   for (size_t row = begin; row < end; ++row) {
@@ -456,8 +443,7 @@ void softmax_rows(
       const size_t group = row / rows.block_rows;
       const size_t head = group % (rows.kv_heads * rows.heads_per_kv);
       const size_t batch = group / (rows.kv_heads * rows.heads_per_kv);
-      mask_row = mask + batch * rows.mask_batch_stride + head * rows.mask_head_stride +
-          query * rows.mask_query_stride;
+      mask_row = mask + batch * rows.mask_batch_stride + head * rows.mask_head_stride + query * rows.mask_query_stride;
     }
     const size_t valid = rows.causal ? std::min(rows.extent, query + 1) : rows.extent;
     const void* src_row = static_cast<const uint8_t*>(src) + row * src_bytes;
@@ -476,13 +462,7 @@ void softmax_rows(
   }
 }
 
-void rms_norm_rows(
-    const RmsNormRows& rows,
-    const void* src,
-    void* dst,
-    const float* weight,
-    size_t begin,
-    size_t end) {
+void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const float* weight, size_t begin, size_t end) {
   const size_t src_bytes = rows.extent * (rows.src_bf16 ? 2 : 4);
   const size_t dst_bytes = rows.extent * (rows.dst_bf16 ? 2 : 4);
   const float* row_weight = rows.has_weight ? weight : nullptr;

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernels along contiguous rows, on the host, where oneDNN 3.2 has no primitive or a slow one:
 // - softmax: the SOFTMAX step's kernel on the last axis, and the ATTENTION step's, which adds the mask
 //   and applies causality on the way. oneDNN 3.2's softmax primitive is slow on the CPUs we measured
@@ -60,23 +62,11 @@ RowIsa host_row_isa() noexcept;
 // Rows [begin, end): dst = exp(x - max) / sum(exp(x - max)) (or its log, rows.log) with x = src
 // (+ mask), in f32. A NaN in a row makes the row NaN, and so does +inf (inf - inf), as in PyTorch.
 // `mask` is the f32 mask's first element when rows.has_mask.
-void softmax_rows(
-    const SoftmaxRows& rows,
-    const void* src,
-    void* dst,
-    const float* mask,
-    size_t begin,
-    size_t end);
+void softmax_rows(const SoftmaxRows& rows, const void* src, void* dst, const float* mask, size_t begin, size_t end);
 
 // Rows [begin, end): dst = x / sqrt(mean(x^2) + eps) [* weight], in f32; `weight` (f32, `extent`
 // values) when rows.has_weight.
-void rms_norm_rows(
-    const RmsNormRows& rows,
-    const void* src,
-    void* dst,
-    const float* weight,
-    size_t begin,
-    size_t end);
+void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const float* weight, size_t begin, size_t end);
 
 // Values [begin, end): dst = GELU of src with the tanh approximation, computed as the same function
 // x * sigmoid(2 sqrt(2 / pi) (x + 0.044715 x^3)), which needs an exp and no tanh. f32, or bf16 in and

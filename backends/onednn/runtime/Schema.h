@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Numeric codes and limits of the OneDnnBackend payload, repeated from serialization/schema.py (their
 // one definition) for the runtime: test/test_schema_parity.py fails when the two differ. Each
 // enumeration's kNum... is one past its largest code, which tables keyed by the code (CodeTable.h) check
@@ -186,7 +188,7 @@ inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
 // The steps that may read or write S64 and BOOL values.
 inline bool is_host_index_step(StepKind kind) {
   return kind == StepKind::ArgReduction || kind == StepKind::Gather || kind == StepKind::HostElementwise ||
-      kind == StepKind::IndexPut;
+         kind == StepKind::IndexPut;
 }
 
 inline bool is_known_step_kind(uint32_t code) {

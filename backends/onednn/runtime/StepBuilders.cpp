@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "StepBuilders.h"
 
 #include <algorithm>
@@ -57,8 +59,7 @@ memory::dims fold_into_rows(const memory::dims& dims) {
 bool folds_into_rows(const memory::dims& dims, const memory::dims& dst) {
   const auto leading = [](const memory::dims& d) { return memory::dims(d.begin(), d.end() - 1); };
   const memory::dims operand = leading(left_pad(dims, dst.size()));
-  return operand == leading(dst) ||
-      std::all_of(operand.begin(), operand.end(), [](int64_t d) { return d == 1; });
+  return operand == leading(dst) || std::all_of(operand.begin(), operand.end(), [](int64_t d) { return d == 1; });
 }
 
 PostOps read_post_ops(
@@ -79,8 +80,8 @@ PostOps read_post_ops(
   const auto is_clamp = [&](size_t i) {
     const int64_t code = entries[2 * i + 1];
     return entries[2 * i] == static_cast<int64_t>(PostOpKind::Eltwise) &&
-        (code == static_cast<int64_t>(EltwiseAlg::Clip) ||
-         (code == static_cast<int64_t>(EltwiseAlg::Relu) && params[2 * i] == 0.0));
+           (code == static_cast<int64_t>(EltwiseAlg::Clip) ||
+            (code == static_cast<int64_t>(EltwiseAlg::Relu) && params[2 * i] == 0.0));
   };
   result.first_clamp = count;
   for (size_t i = count; i-- > 0;) {
@@ -106,8 +107,12 @@ PostOps read_post_ops(
       }
       // relu's alpha is its negative slope: a clamp is relu with alpha 0 or clip.
       const bool clamp = is_clamp(i);
-      result.entries.push_back({false, clamp, alg, clamp && alg == algorithm::eltwise_relu ? 0.0f : alpha,
-                                clamp && alg == algorithm::eltwise_relu ? std::numeric_limits<float>::infinity() : beta});
+      result.entries.push_back(
+          {false,
+           clamp,
+           alg,
+           clamp && alg == algorithm::eltwise_relu ? 0.0f : alpha,
+           clamp && alg == algorithm::eltwise_relu ? std::numeric_limits<float>::infinity() : beta});
       continue;
     }
     ODNN_CHECK(
@@ -141,10 +146,7 @@ PostOps read_post_ops(
 }
 
 void add_post_op_args(
-    const PostOps& post_ops,
-    const dnnl::primitive_desc_base& pd,
-    GraphBuilder& graph,
-    ArgList& args) {
+    const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args) {
   for (const PostOps::Operand& entry : post_ops.operands) {
     const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(entry.post_op_index) | DNNL_ARG_SRC_1;
     // Plain where `pd` runs without its post-ops (add_post_ops_in_place applies them).
@@ -191,14 +193,21 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
       graph.add_host_loop(loop, dst, dst);
     } else if (!entry.binary) {
       const dnnl::eltwise_forward::primitive_desc pd(
-          graph.engine(), dnnl::prop_kind::forward_inference, entry.alg, dst_desc, dst_desc, entry.alpha,
-          entry.beta, GraphBuilder::default_attr());
+          graph.engine(),
+          dnnl::prop_kind::forward_inference,
+          entry.alg,
+          dst_desc,
+          dst_desc,
+          entry.alpha,
+          entry.beta,
+          GraphBuilder::default_attr());
       graph.add_primitive(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
     } else {
       const BufferId operand = required_arg(args, DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1);
       const dnnl::binary::primitive_desc pd(
           graph.engine(), entry.alg, dst_desc, graph.buffer_desc(operand), dst_desc, GraphBuilder::default_attr());
-      graph.add_primitive(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
+      graph.add_primitive(
+          dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, operand}, {DNNL_ARG_DST, dst}});
     }
   }
 }
@@ -211,11 +220,12 @@ bool clamps_guarded(GraphBuilder& graph, const PostOps& post_ops, const ArgList&
   const DataType type = dst_desc.get_data_type();
   // A clamp on the host also clamps the zeros padding a blocked dst, which must stay zero.
   const bool padded = dst_desc.get_size() != plain_desc(dst_desc.get_dims(), type).get_size();
-  const bool keeps_padding = std::all_of(post_ops.entries.begin(), post_ops.entries.end(), [](const PostOps::Entry& entry) {
-    return !entry.clamp || (entry.alpha <= 0.0f && entry.beta >= 0.0f);
-  });
+  const bool keeps_padding =
+      std::all_of(post_ops.entries.begin(), post_ops.entries.end(), [](const PostOps::Entry& entry) {
+        return !entry.clamp || (entry.alpha <= 0.0f && entry.beta >= 0.0f);
+      });
   return post_ops.first_clamp < post_ops.entries.size() && (type == DataType::f32 || type == DataType::bf16) &&
-      !(padded && !keeps_padding);
+         !(padded && !keeps_padding);
 }
 
 // `fast`, skipped when a graph input or a constant holds a NaN or an infinity; then `remake`'s
@@ -265,11 +275,7 @@ void add_guarded_steps(
   add_exact_branch(graph, post_ops, fast, args, args, remake, clamps_guarded(graph, post_ops, args));
 }
 
-Quantization read_quantization(
-    const StepRecord& step,
-    GraphBuilder& graph,
-    int weights_mask,
-    int64_t weight_count) {
+Quantization read_quantization(const StepRecord& step, GraphBuilder& graph, int weights_mask, int64_t weight_count) {
   Quantization quantization;
   auto add_scales = [&](const char* name, int arg, int mask, int64_t count) {
     if (!step.has(name)) {
@@ -278,11 +284,9 @@ Quantization read_quantization(
     const std::vector<double> values = step.floats(name, static_cast<size_t>(count));
     std::vector<float> scales(values.begin(), values.end());
     for (float scale : scales) {
-      ODNN_CHECK(
-          std::isfinite(scale) && scale > 0.0f, "attribute '%s' holds a scale %g", name, scale);
+      ODNN_CHECK(std::isfinite(scale) && scale > 0.0f, "attribute '%s' holds a scale %g", name, scale);
     }
-    const BufferId buffer =
-        graph.owned_constant(plain_desc({count}, DataType::f32), scales.data());
+    const BufferId buffer = graph.owned_constant(plain_desc({count}, DataType::f32), scales.data());
     quantization.args.push_back({DNNL_ARG_ATTR_SCALES | arg, mask, buffer});
   };
   auto add_zero_point = [&](const char* name, int arg) {
@@ -337,10 +341,7 @@ Quantization Quantization::of(int argument) const {
 }
 
 void add_quantizing_reorder(
-    GraphBuilder& graph,
-    BufferId source,
-    BufferId destination,
-    const Quantization& quantization) {
+    GraphBuilder& graph, BufferId source, BufferId destination, const Quantization& quantization) {
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
   quantization.apply(attr);
   const dnnl::reorder::primitive_desc pd(
@@ -350,21 +351,14 @@ void add_quantizing_reorder(
   graph.add_primitive(dnnl::reorder(pd), pd, args);
 }
 
-BufferId operand(
-    GraphBuilder& graph,
-    uint32_t value,
-    const memory::dims& dims,
-    const memory::desc& wanted) {
+BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, const memory::desc& wanted) {
   if (graph.dims(value) == dims) {
     return graph.input(value, wanted);
   }
   return graph.input_view(value, plain_desc(dims, graph.data_type(value)), wanted);
 }
 
-memory::desc permuted_view(
-    const memory::dims& physical,
-    const std::vector<int64_t>& order,
-    DataType type) {
+memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order, DataType type) {
   return permuted(plain_desc(physical, type), order);
 }
 

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // One builder per step kind: each reads its step's attributes, creates the oneDNN primitive
 // descriptor, asks the GraphBuilder for its inputs in the layouts the primitive wants, and records
 // the primitive. build_step() dispatches through a table indexed by StepKind.
@@ -61,8 +63,8 @@ struct PostOps {
   };
   dnnl::post_ops ops;
   std::vector<Operand> operands;
-  std::vector<Entry> entries; // one per post-op, in order
-  size_t first_clamp = 0; // entries.size() when none
+  std::vector<Entry> entries;   // one per post-op, in order
+  size_t first_clamp = 0;       // entries.size() when none
   dnnl::post_ops before_clamps; // the chain up to the first clamp
 };
 
@@ -80,11 +82,7 @@ memory::dims fold_into_rows(const memory::dims& dims);
 // its leading dims are dst's or all 1.
 bool folds_into_rows(const memory::dims& dims, const memory::dims& dst);
 // Appends the binary post-op operands in the layouts the primitive descriptor resolved.
-void add_post_op_args(
-    const PostOps& post_ops,
-    const dnnl::primitive_desc_base& pd,
-    GraphBuilder& graph,
-    ArgList& args);
+void add_post_op_args(const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args);
 // The default attributes with the post-ops set.
 dnnl::primitive_attr attr_with(const dnnl::post_ops& ops);
 inline dnnl::primitive_attr attr_with(const PostOps& post_ops) {
@@ -147,22 +145,15 @@ struct Quantization {
 // `weights_mask`/`weight_count`: the per-channel mask and scale count of the weights (unused
 // when the step has no `weight_scales`).
 Quantization read_quantization(
-    const StepRecord& step,
-    GraphBuilder& graph,
-    int weights_mask = 0,
-    int64_t weight_count = 0);
+    const StepRecord& step, GraphBuilder& graph, int weights_mask = 0, int64_t weight_count = 0);
 
 // A reorder of `source` into `destination` through `quantization`'s src and dst scales and zero
 // points: a quantize or a dequantize (FORMAT.md, "Static int8").
 void add_quantizing_reorder(
-    GraphBuilder& graph,
-    BufferId source,
-    BufferId destination,
-    const Quantization& quantization);
+    GraphBuilder& graph, BufferId source, BufferId destination, const Quantization& quantization);
 
 inline void require_same_dims(const memory::dims& a, const memory::dims& b, const char* what) {
-  ODNN_CHECK(
-      a == b, "%s: %s and %s must be equal", what, dims_string(a).c_str(), dims_string(b).c_str());
+  ODNN_CHECK(a == b, "%s: %s and %s must be equal", what, dims_string(a).c_str(), dims_string(b).c_str());
 }
 
 inline bool is_int8(DataType type) {
@@ -174,9 +165,7 @@ BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, 
 
 // Plain bytes of `physical` dims described in logical order: logical dim i = physical dim order[i].
 memory::desc permuted_view(
-    const memory::dims& physical,
-    const std::vector<int64_t>& order,
-    DataType type = DataType::f32);
+    const memory::dims& physical, const std::vector<int64_t>& order, DataType type = DataType::f32);
 
 // The bytes of strided `desc` in logical order: logical dim i = dim order[i] of `desc`.
 memory::desc permuted(const memory::desc& desc, const std::vector<int64_t>& order);

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "Threading.h"
 
 #include <algorithm>
@@ -122,8 +124,7 @@ thread_local PoolContext* active_context = nullptr;
 
 Error failure(const char* what, const std::exception& error) {
   ET_LOG(Error, "OneDnnBackend: %s failed: %s", what, error.what());
-  return dynamic_cast<const std::bad_alloc*>(&error) != nullptr ? Error::MemoryAllocationFailed
-                                                                  : Error::Internal;
+  return dynamic_cast<const std::bad_alloc*>(&error) != nullptr ? Error::MemoryAllocationFailed : Error::Internal;
 }
 
 } // namespace
@@ -145,11 +146,7 @@ dnnl::stream& cpu_stream() {
 Error set_num_threads(int threads) noexcept {
   if (threads < 0 || threads > kMaxThreads) {
     ET_LOG(
-        Error,
-        "OneDnnBackend: %s = %d is outside [0, %d] (0: the default)",
-        kNumThreadsOption,
-        threads,
-        kMaxThreads);
+        Error, "OneDnnBackend: %s = %d is outside [0, %d] (0: the default)", kNumThreadsOption, threads, kMaxThreads);
     return Error::InvalidArgument;
   }
   const int previous = requested_threads.exchange(threads);
@@ -208,8 +205,7 @@ void parallel_chunks(size_t count, size_t grain, runtime::FunctionRef<void(size_
     return;
   }
   WorkerPool& pool = active_context->pool;
-  const size_t chunks =
-      std::min((count + chunk - 1) / chunk, static_cast<size_t>(pool.get_num_threads()));
+  const size_t chunks = std::min((count + chunk - 1) / chunk, static_cast<size_t>(pool.get_num_threads()));
   pool.parallel_for(static_cast<int>(chunks), [&](int index, int total) {
     const size_t begin = count * static_cast<size_t>(index) / static_cast<size_t>(total);
     const size_t end = count * static_cast<size_t>(index + 1) / static_cast<size_t>(total);

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // How many threads oneDNN's primitives use, and the threads they run on. oneDNN is built with its
 // THREADPOOL runtime: it parallelizes through the pool its stream was made with, here the
 // delegate's own WorkerPool, so the library needs no threading runtime another package could

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "Winograd.h"
 
 #include <immintrin.h>
@@ -21,7 +23,8 @@ struct Tile {
 Tile locate(const WinogradShape& shape, size_t tile) {
   const size_t per_image = shape.tiles_high() * shape.tiles_wide();
   const size_t within = tile % per_image;
-  return {tile / per_image, kWinogradTile * (within / shape.tiles_wide()), kWinogradTile * (within % shape.tiles_wide())};
+  return {
+      tile / per_image, kWinogradTile * (within / shape.tiles_wide()), kWinogradTile * (within % shape.tiles_wide())};
 }
 
 // The 1-D transforms, applied to the columns of a tile, then to its rows. F(4, 3), points 0, 1, -1,
@@ -31,7 +34,7 @@ Tile locate(const WinogradShape& shape, size_t tile) {
 ODNN_AVX2 inline void input_1d(const __m256 (&d)[6], __m256 (&r)[6]) {
   const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f), two = _mm256_set1_ps(2.0f);
   const __m256 even = _mm256_fnmadd_ps(four, d[2], d[4]); // d4 - 4 d2
-  const __m256 odd = _mm256_fnmadd_ps(four, d[1], d[3]); // d3 - 4 d1
+  const __m256 odd = _mm256_fnmadd_ps(four, d[1], d[3]);  // d3 - 4 d1
   const __m256 near = _mm256_sub_ps(d[4], d[2]);
   const __m256 far = _mm256_mul_ps(two, _mm256_sub_ps(d[3], d[1]));
   r[0] = _mm256_fmadd_ps(four, d[0], _mm256_fnmadd_ps(five, d[2], d[4]));
@@ -54,11 +57,7 @@ ODNN_AVX2 inline void output_1d(const __m256 (&m)[6], __m256 (&y)[4]) {
 } // namespace
 
 ODNN_AVX2 void winograd_input_tiles(
-    const WinogradShape& shape,
-    const float* src,
-    float* tiles,
-    size_t begin,
-    size_t end) {
+    const WinogradShape& shape, const float* src, float* tiles, size_t begin, size_t end) {
   const size_t stride = shape.tiles() * shape.channels; // between points
   const auto height = static_cast<int64_t>(shape.height);
   const auto width = static_cast<int64_t>(shape.width);

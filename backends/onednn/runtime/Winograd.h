@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Winograd F(4x4, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2015):
 // a 3x3 convolution of stride 1 computed as 36 matrix products over 6x6 input tiles, each giving a
 // 4x4 block of outputs: 4x fewer multiplications than the direct convolution. On AVX2, where oneDNN
@@ -26,8 +28,8 @@ enum class WinogradUse : int { never = 0, avx2_only = 1, always = 2 };
 void set_winograd_use(WinogradUse use) noexcept;
 WinogradUse winograd_use() noexcept;
 
-constexpr size_t kWinogradTile = 4; // outputs per tile side
-constexpr size_t kWinogradSide = kWinogradTile + 2; // inputs per tile side
+constexpr size_t kWinogradTile = 4;                               // outputs per tile side
+constexpr size_t kWinogradSide = kWinogradTile + 2;               // inputs per tile side
 constexpr size_t kWinogradPoints = kWinogradSide * kWinogradSide; // the batch of the matmul
 constexpr size_t kWinogradLanes = 8; // channels per AVX2 vector: both channel counts are multiples
 

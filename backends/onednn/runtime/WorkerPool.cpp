@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "WorkerPool.h"
 
 #include <algorithm>
@@ -180,8 +182,7 @@ bool WorkerPool::wait_for_job() noexcept {
   // call (microseconds of system call on the caller's thread) and never catch one of them.
   const uint64_t wake_calls = wake_calls_;
   wake_.wait(lock, [&] {
-    return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0 ||
-        wake_calls_ != wake_calls;
+    return stopping_.load() || has_unclaimed_slot() || open_phases_.load() > 0 || wake_calls_ != wake_calls;
   });
   sleepers_.fetch_sub(1);
   return !stopping_.load();

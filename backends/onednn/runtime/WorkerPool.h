@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The threads oneDNN's primitives run on (its THREADPOOL runtime calls parallel_for()). The calling
 // thread takes part in every job, so a pool of N threads starts N - 1 workers. Idle workers spin
 // while a phase is open (an execute(): primitives follow each other within microseconds, and a
@@ -59,7 +61,7 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
   // The current job in one word, so that a slot is claimed with one compare-exchange and a worker
   // late for a job cannot claim a slot of the next: generation (32 bits) | slots (16) | next (16).
   std::atomic<uint64_t> job_{0};
-  uint32_t generation_ = 0; // written under submit_mutex_
+  uint32_t generation_ = 0;                           // written under submit_mutex_
   const std::function<void(int, int)>* fn_ = nullptr; // valid while a claimed slot is running
   int count_ = 0;
   std::atomic<int> finished_slots_{0};

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The delegate's graph as the runtime sees it, and its byte encoding (see FORMAT.md)."""
 
 from __future__ import annotations

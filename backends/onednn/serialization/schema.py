@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The numeric codes and limits of the OneDnnBackend payload: the one place they are defined.
 
 runtime/Schema.h repeats them for the C++ runtime and test_schema_parity.py checks that it agrees,

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Dynamic dims (torch.export.Dim): `SymDim` in a Graph's values, postfix ShapeOp code in the payload.
 
 Lowering works on plain ints; a dynamic dim is a `SymDim`: an int holding the dim at the point the

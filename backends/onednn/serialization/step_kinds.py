@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """What each step kind is to the passes, one row per StepKind: the one place a new kind is described.
 
 The passes read their sets from here (fuse_post_ops: post-op hosts; fuse_requantize: int8 steps that

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Test-only speed-up of torch.export's decompositions (about a third of every lowering here).
 
 `ExportedProgram.run_decompositions` collects the CompositeImplicitAutograd ops of every op namespace,

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared pytest setup: the repo root on sys.path (for `examples.onednn`), fixed seeds, one worker."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Damaged programs: flip, overwrite, zero, truncate and duplicate bytes of the delegate payload and of
 the weights inside exported .pte files, load and run every mutant in a worker process, count outcomes.
 

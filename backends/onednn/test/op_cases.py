@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The op cases: one or more small models per rule of OP_RULES, run by test_ops.py in fp32 and by
 test_bf16.py in bf16."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by several test modules (tester.py lowers and runs programs; op_cases.py holds the
 op cases): models from functions, oneDNN's verbose trace of one execute(), a delegate preprocessed
 again with a stage replaced, and PT2E static int8 quantization."""

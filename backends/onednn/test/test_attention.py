@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Decomposed scaled_dot_product_attention, including PyTorch's guard for fully masked rows."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The benchmark harness (examples/onednn/benchmark.py) end to end on its two smallest models: concurrent
 export processes, forked run processes, the report. Speed is not asserted here (the benchmark's table
 is where it is read); what is checked is that every flow ran, agrees with eager PyTorch, that the

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """bf16: models already in bf16, and fp32 models lowered with precision="bf16", against fp32 eager.
 
 Every op case of test_ops runs both ways. Tolerances are stated against the fp32 reference, relative

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The test-only cache of torch.export's CIA walk (cia_materialization.py) changes no result."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line (`executorch-onednn`, `python -m executorch.backends.onednn`) on small models: every
 subcommand, the HTML report's content, and the errors a user can fix."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The delegate next to the other x86 runtimes a user has in one process (OpenVINO, ONNX Runtime, torch's
 own oneDNN), each imported before and after it in a fresh process: every one of them computes correctly.
 OpenVINO loads its own libtbb.so.12; the runtime of oneDNN 3.2's wheels needed a newer one, and whichever

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The conformance suite's plumbing (test/conformance): our flows in its registry, and the summary's counts."""
 
 from __future__ import annotations

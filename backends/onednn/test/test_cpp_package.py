@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The C++ side for applications: the CMake package `cmake --install` puts in a prefix, setup.md's example
 application (its two code blocks, verbatim) built against it and run on a .pte, and onednn_runner."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """examples/onednn/device_check.py's judging side (what runs on the remote machine): outputs compared with
 the packing machine's and eager PyTorch's, by precision, and the table that reports them."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Dynamic int8 linear layers (`OneDnnPartitioner(dynamic_int8=True)`): weights s8 per output channel
 ahead of time, activations s8 per row (per token) at run time.
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Programs exported with torch.export.Dim: one payload runs at every size within the exported range."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Weights can live in an external .ptd file instead of the .pte."""
 
 from __future__ import annotations

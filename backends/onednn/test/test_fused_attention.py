@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The ATTENTION step (_passes/fuse_attention.py): attention lowers to one step and matches
 torch.nn.functional.scaled_dot_product_attention over masks, causality, grouped-query heads, odd and
 long lengths, and bf16. (test_attention.py covers the decomposition around it.)"""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """SwiGLU and GeGLU MLPs: the gate's activation and the gate multiply become post-ops of the two
 projections (fuse_post_ops), so the MLP is three matmuls and nothing else."""
 

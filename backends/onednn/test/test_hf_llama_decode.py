@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The Hugging Face Llama example (examples/onednn/hf_llama_decode.py) on a small configuration: with the
 static KV cache inside the program, greedy decoding through the delegate gives eager's tokens for 32
 steps in at most two delegate calls per token (the cache writes are INDEX_PUT steps inside the delegate),

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Static int8 through PT2E: OneDnnQuantizer annotations, the int8 steps they lower to, and numbers.
 
 Tolerances. The reference for the delegate is the converted PT2E model run eagerly (the same

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Top-1 agreement of the int8 delegate with fp32 on a classifier that has learnt a task.
 
 `examples/onednn/int8_agreement.py` at its defaults, our delegate only: the zoo's `resnet_small`

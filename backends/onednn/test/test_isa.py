@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Older instruction sets: capped with set_max_isa() (or ONEDNN_MAX_CPU_ISA), every model still runs
 and matches fp32 eager, bf16 included: without bf16 instructions the runtime keeps the bf16 values
 between steps in f32, converting only the delegate's bf16 inputs and outputs. Each scenario runs in a

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The ahead-of-time layout plan (`_passes/plan_layouts.py`): what it decides, and that the runtime follows it.
 
 The decisions are read from lowered payloads. The runtime side runs programs with oneDNN's verbose

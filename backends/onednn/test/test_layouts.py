@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Fusion and layout decisions, checked for correctness: fused vs unfused programs vs eager PyTorch.
 
 Each case is lowered once. Its payload must show the expected fusion decisions (steps with their

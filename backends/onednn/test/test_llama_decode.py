@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The KV-cache decoder example (examples/onednn/llama_decode.py) on a small configuration: greedy decoding
 through the delegate gives eager PyTorch's tokens for 32 steps, and each method is one delegate call with
 nothing left to ExecuTorch (the embedding lookup is a gather inside)."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The model zoo end to end: lowered, run through OneDnnBackend and compared with eager PyTorch."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Every op in OP_RULES: nn.Module -> .pte -> run through OneDnnBackend -> compare with eager."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The runtime library as installed: oneDNN inside it and invisible from outside (no `dnnl_` symbol
 exported, no shared oneDNN or threading runtime it depends on), torch's own oneDNN and ours in one
 process, and the wheel installed by one `pip install` into a fresh environment running the main job."""

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """What OneDnnPartitioner claims, what it refuses and why, and that refused nodes still run correctly."""
 
 from __future__ import annotations

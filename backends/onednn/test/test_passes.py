@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The payload passes: the step lists they produce, and that they do not change results."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """ETDump profiling: each prepared step of the runtime is a delegate event that the devtools Inspector
 shows, named after the payload step it belongs to. And oneDNN's verbose log, switched on at run time."""
 

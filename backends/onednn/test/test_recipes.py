@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """`executorch.export` with the oneDNN recipes: each exports a delegated program that runs and matches eager."""
 
 from __future__ import annotations

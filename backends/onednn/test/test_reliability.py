@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Damaged programs, weight checksums, determinism, and NaN/Inf propagated as eager PyTorch does."""
 
 from __future__ import annotations

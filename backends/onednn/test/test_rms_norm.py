@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """RMSNorm lowers to one RMS_NORM step (_passes/fuse_rms_norm.py) and matches eager PyTorch."""
 
 from __future__ import annotations

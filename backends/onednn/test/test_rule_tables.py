@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The op rule tables (ops/rules.py, composite.py, indexing.py): each op has one rule, and a rule reads
 its arguments with the types the op's schema gives them."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The runtime inside ExecuTorch: registration, refusal of corrupt payloads, refusal of wrong inputs.
 
 Everything that could crash runs in the worker process, so a segfault fails the test instead of pytest.

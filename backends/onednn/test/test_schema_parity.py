@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """runtime/Schema.h (and the C++ tables keyed by its codes) against serialization/schema.py, the one definition
 of the payload's codes and limits: a code or constant missing on either side, or with another value, fails here
 by name before a payload written by one side is misread by the other."""

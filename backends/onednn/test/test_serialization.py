@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The payload format (FORMAT.md): round trips, rejection of malformed bytes, constants kept out of the blob."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """serialization/step_kinds.py: every step kind has one row, the rows agree with each other, and the
 passes act on what the rows say."""
 

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """The number of threads oneDNN runs on: set and read from Python, refusal of bad values,
 ONEDNN_BACKEND_NUM_THREADS, and results that still match eager after a change."""
 

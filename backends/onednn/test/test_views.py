@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Layout-only ops as free views: a permute (or a reshape its strides allow) of strided memory is
 metadata only; matmul reads such a view in place when oneDNN keeps its fast kernel for those strides,
 and every other consumer gets one plain copy, shared.

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Winograd F(4x4, 3x3) for fp32 3x3 convolutions of stride 1 (runtime/Winograd.h).
 
 Each program runs in the test worker with the backend option "winograd" at "always", so the path runs on

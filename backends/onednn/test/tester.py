@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Export -> lower with OneDnnPartitioner -> run the .pte -> compare with eager, in one call.
 
 Programs execute in a separate worker process, so a crash in the runtime fails the one test that

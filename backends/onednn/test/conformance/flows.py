@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Our flows for ExecuTorch's backend conformance suite (`executorch.backends.test.suite`).
 
 Each flow lowers with `OneDnnPartitioner` (after `OneDnnQuantizer` for the static int8 flows) and runs

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Run ExecuTorch's backend conformance suite for our flows (and others, for comparison) and summarize it.
 
     python backends/onednn/test/conformance/run_suite.py --flows onednn,onednn_bf16,xnnpack \

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """pytest plugin (`-p suite_plugin`) adding our flows to the conformance suite's registry.
 
 The suite builds its `test_runner` fixture from `flow.all_flows()` when its conftest is imported, and

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The ATTENTION step against a reference written out here (scores, mask, causality, softmax,
 // values), and the host softmax on rows that need care (NaN, widths that are no multiple of 16).
 #include <cmath>
@@ -98,9 +100,13 @@ Model attention_model(const AttentionCase& c) {
   const std::vector<int64_t> out_dims = {c.batch, c.heads, c.queries, c.value_width};
   const uint32_t out = model.value(out_dims);
   model.payload.step(
-      Kind::Attention, inputs, {out},
-      {ints("causal", {c.causal ? 1 : 0}), ints("keys_transposed", {c.keys_transposed ? 1 : 0}),
-       ints("zero_fully_masked_rows", {c.zero_fully_masked_rows ? 1 : 0}), floats("scale", {c.scale})});
+      Kind::Attention,
+      inputs,
+      {out},
+      {ints("causal", {c.causal ? 1 : 0}),
+       ints("keys_transposed", {c.keys_transposed ? 1 : 0}),
+       ints("zero_fully_masked_rows", {c.zero_fully_masked_rows ? 1 : 0}),
+       floats("scale", {c.scale})});
   model.output(out, out_dims);
   return model;
 }
@@ -143,8 +149,7 @@ TEST(Attention, CausalRowsSeeOnlyEarlierKeysAcrossQueryBlocks) {
 }
 
 TEST(Attention, MasksBroadcastAlongBatchHeadsAndQueries) {
-  for (const std::vector<int64_t>& dims :
-       {std::vector<int64_t>{7}, {5, 7}, {2, 1, 5, 7}, {1, 4, 1, 7}, {2, 4, 5, 7}}) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{7}, {5, 7}, {2, 1, 5, 7}, {1, 4, 1, 7}, {2, 4, 5, 7}}) {
     AttentionCase c;
     c.batch = 2, c.heads = 4, c.kv_heads = 2;
     c.mask_dims = dims;

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "BackendHarness.h"
 
 #include <cmath>
@@ -12,8 +14,7 @@ namespace onednn_test {
 
 using executorch::runtime::FreeableBuffer;
 
-Result<const executorch::runtime::TensorLayout> InMemoryDataMap::get_tensor_layout(
-    std::string_view) const {
+Result<const executorch::runtime::TensorLayout> InMemoryDataMap::get_tensor_layout(std::string_view) const {
   return Error::NotImplemented;
 }
 
@@ -23,9 +24,7 @@ Result<FreeableBuffer> InMemoryDataMap::get_data(std::string_view key) const {
     return Error::NotFound;
   }
   ++buffers_out;
-  auto on_free = [](void* context, void*, size_t) {
-    ++*static_cast<int*>(context);
-  };
+  auto on_free = [](void* context, void*, size_t) { ++*static_cast<int*>(context); };
   return FreeableBuffer(found->second.data(), found->second.size(), on_free, &buffers_freed);
 }
 
@@ -76,9 +75,7 @@ size_t HostTensor::element_count() const {
 }
 
 void HostTensor::bind(
-    void* data,
-    executorch::aten::ScalarType dtype,
-    executorch::runtime::TensorShapeDynamism dynamism) {
+    void* data, executorch::aten::ScalarType dtype, executorch::runtime::TensorShapeDynamism dynamism) {
   dim_order_.resize(sizes_.size());
   strides_.resize(sizes_.size());
   for (size_t d = 0; d < sizes_.size(); ++d) {
@@ -88,13 +85,7 @@ void HostTensor::bind(
     strides_[d] = d + 1 == sizes_.size() ? 1 : strides_[d + 1] * sizes_[d + 1];
   }
   impl_ = std::make_unique<executorch::aten::TensorImpl>(
-      dtype,
-      static_cast<ssize_t>(sizes_.size()),
-      sizes_.data(),
-      data,
-      dim_order_.data(),
-      strides_.data(),
-      dynamism);
+      dtype, static_cast<ssize_t>(sizes_.size()), sizes_.data(), data, dim_order_.data(), strides_.data(), dynamism);
   value_ = executorch::runtime::EValue(executorch::aten::Tensor(impl_.get()));
 }
 
@@ -128,16 +119,13 @@ void Model::output(uint32_t id, std::vector<int64_t> dims) {
 Harness::Harness() : pool_(1 << 16) {
   executorch::runtime::runtime_init();
   backend_ = executorch::runtime::get_backend_class("OneDnnBackend");
-  allocator_ = std::make_unique<executorch::runtime::MemoryAllocator>(
-      static_cast<uint32_t>(pool_.size()), pool_.data());
+  allocator_ =
+      std::make_unique<executorch::runtime::MemoryAllocator>(static_cast<uint32_t>(pool_.size()), pool_.data());
 }
 
 Result<DelegateHandle*> Harness::init(
-    const std::vector<uint8_t>& payload,
-    const executorch::runtime::NamedDataMap* data) {
-  auto on_free = [](void* context, void*, size_t) {
-    ++*static_cast<int*>(context);
-  };
+    const std::vector<uint8_t>& payload, const executorch::runtime::NamedDataMap* data) {
+  auto on_free = [](void* context, void*, size_t) { ++*static_cast<int*>(context); };
   FreeableBuffer processed(payload.data(), payload.size(), on_free, &payload_frees);
   executorch::runtime::BackendInitContext context(allocator_.get(), nullptr, "forward", data);
   allocator_->reset();
@@ -229,9 +217,7 @@ executorch::aten::ScalarType scalar_type(uint8_t dtype) {
 }
 
 std::vector<std::vector<uint8_t>> run_model_bytes(
-    Model& model,
-    const std::vector<std::vector<uint8_t>>& inputs,
-    Error expected) {
+    Model& model, const std::vector<std::vector<uint8_t>>& inputs, Error expected) {
   Harness harness;
   EXPECT_NE(harness.backend(), nullptr) << "OneDnnBackend is not registered";
   if (harness.backend() == nullptr) {
@@ -245,8 +231,8 @@ std::vector<std::vector<uint8_t>> run_model_bytes(
   std::vector<std::unique_ptr<HostTensor>> tensors;
   std::vector<HostTensor*> args;
   for (size_t i = 0; i < model.input_dims.size(); ++i) {
-    tensors.push_back(std::make_unique<HostTensor>(
-        to_sizes(model.input_dims[i]), scalar_type(model.input_dtypes[i]), inputs.at(i)));
+    tensors.push_back(
+        std::make_unique<HostTensor>(to_sizes(model.input_dims[i]), scalar_type(model.input_dtypes[i]), inputs.at(i)));
     args.push_back(tensors.back().get());
   }
   for (size_t j = 0; j < model.output_dims.size(); ++j) {
@@ -266,9 +252,7 @@ std::vector<std::vector<uint8_t>> run_model_bytes(
   return outputs;
 }
 
-std::vector<std::vector<float>> run_model(
-    Model& model,
-    const std::vector<std::vector<float>>& inputs) {
+std::vector<std::vector<float>> run_model(Model& model, const std::vector<std::vector<float>>& inputs) {
   std::vector<std::vector<uint8_t>> input_bytes;
   for (const auto& input : inputs) {
     input_bytes.push_back(to_bytes(input));
@@ -280,10 +264,7 @@ std::vector<std::vector<float>> run_model(
   return outputs;
 }
 
-void expect_close(
-    const std::vector<float>& actual,
-    const std::vector<float>& expected,
-    const std::string& what) {
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what << ": element count differs";
   float scale = 0.0f;
   for (float e : expected) {
@@ -299,8 +280,8 @@ void expect_close(
     }
   }
   EXPECT_LE(worst_error, 1e-4f * std::max(scale, 1e-6f))
-      << what << ": element " << worst << " is " << actual[worst] << ", expected "
-      << expected[worst] << " (max |expected| " << scale << ")";
+      << what << ": element " << worst << " is " << actual[worst] << ", expected " << expected[worst]
+      << " (max |expected| " << scale << ")";
 }
 
 } // namespace onednn_test

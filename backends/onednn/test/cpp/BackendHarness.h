@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Test scaffolding: an in-memory NamedDataMap, host tensors wrapped in EValues, a model builder
 // (payload + constants), and a harness that calls the registered backend's init/execute/destroy.
 #pragma once
@@ -27,8 +29,7 @@ class InMemoryDataMap final : public executorch::runtime::NamedDataMap {
   void add(const std::string& key, std::vector<uint8_t> bytes) {
     entries_[key] = std::move(bytes);
   }
-  Result<const executorch::runtime::TensorLayout> get_tensor_layout(
-      std::string_view key) const override;
+  Result<const executorch::runtime::TensorLayout> get_tensor_layout(std::string_view key) const override;
   Result<executorch::runtime::FreeableBuffer> get_data(std::string_view key) const override;
   Error load_data_into(std::string_view key, void* buffer, size_t size) const override;
   Result<uint32_t> get_num_keys() const override;
@@ -49,8 +50,7 @@ class HostTensor {
       std::vector<int32_t> sizes,
       std::vector<float> data = {},
       executorch::aten::ScalarType dtype = executorch::aten::ScalarType::Float,
-      executorch::runtime::TensorShapeDynamism dynamism =
-          executorch::runtime::TensorShapeDynamism::STATIC);
+      executorch::runtime::TensorShapeDynamism dynamism = executorch::runtime::TensorShapeDynamism::STATIC);
   // `bytes` is resized to hold every element of `dtype`.
   HostTensor(std::vector<int32_t> sizes, executorch::aten::ScalarType dtype, std::vector<uint8_t> bytes);
   HostTensor(const HostTensor&) = delete;
@@ -74,7 +74,7 @@ class HostTensor {
   std::vector<int32_t> sizes_;
   std::vector<uint8_t> dim_order_;
   std::vector<int32_t> strides_;
-  std::vector<float> data_; // the float constructor's storage
+  std::vector<float> data_;    // the float constructor's storage
   std::vector<uint8_t> bytes_; // the raw constructor's storage
   std::unique_ptr<executorch::aten::TensorImpl> impl_;
   executorch::runtime::EValue value_;
@@ -103,9 +103,7 @@ class Harness {
   executorch::runtime::BackendInterface* backend() const {
     return backend_;
   }
-  Result<DelegateHandle*> init(
-      const std::vector<uint8_t>& payload,
-      const executorch::runtime::NamedDataMap* data);
+  Result<DelegateHandle*> init(const std::vector<uint8_t>& payload, const executorch::runtime::NamedDataMap* data);
   Error execute(DelegateHandle* handle, const std::vector<HostTensor*>& args);
   void destroy(DelegateHandle* handle) {
     backend_->destroy(handle);
@@ -150,9 +148,7 @@ std::vector<std::vector<float>> run_model(Model& model, const std::vector<std::v
 // The same for tensors of any dtype the backend takes at its border, as raw bytes. `expected` is
 // what execute() must return (outputs are returned whatever it is).
 std::vector<std::vector<uint8_t>> run_model_bytes(
-    Model& model,
-    const std::vector<std::vector<uint8_t>>& inputs,
-    Error expected = Error::Ok);
+    Model& model, const std::vector<std::vector<uint8_t>>& inputs, Error expected = Error::Ok);
 
 // The ExecuTorch type of a payload dtype code that crosses the graph border (F32, BF16, S64, BOOL).
 executorch::aten::ScalarType scalar_type(uint8_t dtype);
@@ -181,9 +177,6 @@ std::vector<float> random_values(size_t count, uint32_t seed);
 size_t element_count(const std::vector<int64_t>& dims);
 
 // Fails with the worst element when max|actual - expected| > 1e-4 * max|expected|.
-void expect_close(
-    const std::vector<float>& actual,
-    const std::vector<float>& expected,
-    const std::string& what);
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what);
 
 } // namespace onednn_test

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The bf16 convolution guard's predicate (runtime/ConvolutionGuard.h) against the kernels themselves, on
 // the CPU the test runs on: for first-layer shapes, every kernel oneDNN offers runs on an input holding
 // infinities (at the corners and edges, where a kernel that reads past a row's end finds the next row's
@@ -32,8 +34,8 @@ constexpr int64_t kOutputChannels = 16;
 struct Position {
   int64_t row, column;
 };
-constexpr Position kInfinities[] = {{0, 0}, {0, kSize - 1}, {kSize - 1, 0}, {kSize - 1, kSize - 1},
-                                    {6, 5}, {5, kSize - 1}, {7, 0}};
+constexpr Position kInfinities[] = {
+    {0, 0}, {0, kSize - 1}, {kSize - 1, 0}, {kSize - 1, kSize - 1}, {6, 5}, {5, kSize - 1}, {7, 0}};
 
 struct Verdict {
   bool spreads = false;
@@ -41,10 +43,14 @@ struct Verdict {
 };
 
 // Runs the kernel `pd` chose on plain f32 data converted to its layouts; judges its plain f32 result.
-Verdict run_with_an_infinity(const dnnl::engine& engine, const dnnl::convolution_forward::primitive_desc& pd,
-                             const Shape& shape, int64_t out_size) {
+Verdict run_with_an_infinity(
+    const dnnl::engine& engine,
+    const dnnl::convolution_forward::primitive_desc& pd,
+    const Shape& shape,
+    int64_t out_size) {
   const memory::dims src_dims = {1, shape.channels, kSize, kSize};
-  std::vector<float> src(shape.channels * kSize * kSize), weights(kOutputChannels * shape.channels * shape.kernel * shape.kernel);
+  std::vector<float> src(shape.channels * kSize * kSize),
+      weights(kOutputChannels * shape.channels * shape.kernel * shape.kernel);
   for (size_t i = 0; i < src.size(); ++i) {
     src[i] = 0.25f * static_cast<float>(static_cast<int>(i % 7) - 3);
   }
@@ -65,7 +71,8 @@ Verdict run_with_an_infinity(const dnnl::engine& engine, const dnnl::convolution
   };
   memory kernel_src = converted({src_dims, Type::f32, Tag::nchw}, src.data(), pd.src_desc());
   memory kernel_weights = converted(
-      {{kOutputChannels, shape.channels, shape.kernel, shape.kernel}, Type::f32, Tag::oihw}, weights.data(),
+      {{kOutputChannels, shape.channels, shape.kernel, shape.kernel}, Type::f32, Tag::oihw},
+      weights.data(),
       pd.weights_desc());
   memory kernel_dst(pd.dst_desc(), engine);
   dnnl::convolution_forward(pd).execute(
@@ -89,9 +96,15 @@ Verdict run_with_an_infinity(const dnnl::engine& engine, const dnnl::convolution
         }
         if (in_window ? std::isnan(value) : !std::isfinite(value)) {
           char where[96];
-          std::snprintf(where, sizeof(where), "%g at channel %lld, (%lld, %lld), %s the window", value,
-                        static_cast<long long>(c), static_cast<long long>(y), static_cast<long long>(x),
-                        in_window ? "inside" : "outside");
+          std::snprintf(
+              where,
+              sizeof(where),
+              "%g at channel %lld, (%lld, %lld), %s the window",
+              value,
+              static_cast<long long>(c),
+              static_cast<long long>(y),
+              static_cast<long long>(x),
+              in_window ? "inside" : "outside");
           return {true, where};
         }
       }
@@ -113,9 +126,14 @@ TEST(ConvolutionGuard, FlagsExactlyTheBf16KernelsThatSpreadAnInfinity) {
         dnnl::convolution_forward::primitive_desc pd;
         try {
           pd = dnnl::convolution_forward::primitive_desc(
-              engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-              any({1, channels, kSize, kSize}), any({kOutputChannels, channels, kernel, kernel}),
-              any({1, kOutputChannels, out_size, out_size}), {stride, stride}, {padding, padding},
+              engine,
+              dnnl::prop_kind::forward_inference,
+              dnnl::algorithm::convolution_direct,
+              any({1, channels, kSize, kSize}),
+              any({kOutputChannels, channels, kernel, kernel}),
+              any({1, kOutputChannels, out_size, out_size}),
+              {stride, stride},
+              {padding, padding},
               {padding, padding});
         } catch (const dnnl::error&) {
           continue; // no bf16 convolution on this CPU for the shape
@@ -124,8 +142,8 @@ TEST(ConvolutionGuard, FlagsExactlyTheBf16KernelsThatSpreadAnInfinity) {
           const Verdict verdict = run_with_an_infinity(engine, pd, shape, out_size);
           EXPECT_EQ(verdict.spreads, spreads_non_finite(pd, 1))
               << pd.impl_info_str() << " (weights " << pd.weights_desc().get_inner_idxs().size()
-              << " blocked axes) for " << channels << " input channels, kernel " << kernel << ", stride "
-              << stride << ": " << (verdict.spreads ? verdict.where : "keeps the infinity in its windows");
+              << " blocked axes) for " << channels << " input channels, kernel " << kernel << ", stride " << stride
+              << ": " << (verdict.spreads ? verdict.where : "keeps the infinity in its windows");
           ++kernels;
         } while (pd.next_impl());
       }

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The "max_isa" backend option through ExecuTorch's option API. Setting a cap that oneDNN accepts is
 // checked from Python in fresh processes (test_isa.py): in this binary oneDNN has started already.
 #include <cstring>

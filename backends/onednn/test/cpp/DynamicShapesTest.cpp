@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Version 2 payloads: dims given as expressions over dynamic sizes. execute() compiles each set of
 // sizes it meets (within the exported ranges) and refuses sizes outside them; init() refuses any
 // malformed expression.
@@ -38,8 +40,7 @@ Model dynamic_model(std::vector<float>& bias) {
   const uint32_t relu = model.value({kMax, kWidth});
   const uint32_t out = model.value({2 * kMax, 2});
   model.payload.step(Kind::Binary, {x, b}, {sum}, {alg(BinaryAlg::Add)});
-  model.payload.step(Kind::Eltwise, {sum}, {relu},
-                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Eltwise, {sum}, {relu}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {relu}, {out});
   model.output(out, {2 * kMax, 2});
   const std::vector<int64_t> bare = {op(Op::Symbol), s};
@@ -67,8 +68,11 @@ class DynamicShapes : public ::testing::Test {
   // Runs at `rows` rows; the output tensor is bounded by the maximum, as ExecuTorch plans it.
   Error run(int32_t rows, std::vector<float>& result, std::vector<int32_t>* sizes = nullptr) {
     HostTensor input({rows, kWidth}, random_values(static_cast<size_t>(rows) * kWidth, rows));
-    HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
-                      TensorShapeDynamism::DYNAMIC_BOUND);
+    HostTensor output(
+        {2 * static_cast<int32_t>(kMax), 2},
+        {},
+        executorch::aten::ScalarType::Float,
+        TensorShapeDynamism::DYNAMIC_BOUND);
     const Error error = harness_.execute(handle_, {&input, &output});
     if (error == Error::Ok) {
       std::vector<float> expected(input.data().size());
@@ -117,8 +121,8 @@ TEST_F(DynamicShapes, SizesOutsideTheRangeAreRefused) {
 
 TEST_F(DynamicShapes, WrongRankIsRefused) {
   HostTensor input({3, 2, 2}, random_values(12, 1));
-  HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
-                    TensorShapeDynamism::DYNAMIC_BOUND);
+  HostTensor output(
+      {2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float, TensorShapeDynamism::DYNAMIC_BOUND);
   EXPECT_EQ(harness_.execute(handle_, {&input, &output}), Error::InvalidArgument);
 }
 
@@ -130,8 +134,8 @@ TEST(DynamicShapesSizeArguments, IntegerArgumentsAreSkipped) {
   Result<DelegateHandle*> handle = harness.init(model.payload.build(), &model.data);
   ASSERT_EQ(handle.error(), Error::Ok);
   HostTensor input({3, kWidth}, random_values(3 * kWidth, 5));
-  HostTensor output({2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float,
-                    TensorShapeDynamism::DYNAMIC_BOUND);
+  HostTensor output(
+      {2 * static_cast<int32_t>(kMax), 2}, {}, executorch::aten::ScalarType::Float, TensorShapeDynamism::DYNAMIC_BOUND);
   executorch::runtime::EValue rows(static_cast<int64_t>(3));
   std::vector<executorch::runtime::EValue*> args = {&rows, input.evalue(), output.evalue()};
   executorch::runtime::BackendExecutionContext context;
@@ -183,8 +187,18 @@ Error init_with(void (*edit)(Model&)) {
 }
 
 std::vector<int64_t> twice_half_rounded_up(uint32_t symbol) {
-  return {op(Op::Const), 2, op(Op::Symbol), symbol, op(Op::Const), 1, op(Op::Add),
-          op(Op::Const), 2, op(Op::FloorDiv), op(Op::Mul)};
+  return {
+      op(Op::Const),
+      2,
+      op(Op::Symbol),
+      symbol,
+      op(Op::Const),
+      1,
+      op(Op::Add),
+      op(Op::Const),
+      2,
+      op(Op::FloorDiv),
+      op(Op::Mul)};
 }
 
 TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
@@ -206,12 +220,9 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
       {"division by zero",
        [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), 2, op(Op::Const), 0, op(Op::FloorDiv)}); }},
       {"overflow",
-       [](Model& m) {
-         m.payload.symbolic_dim(4, 1, {op(Op::Const), INT64_MAX, op(Op::Const), 2, op(Op::Mul)});
-       }},
+       [](Model& m) { m.payload.symbolic_dim(4, 1, {op(Op::Const), INT64_MAX, op(Op::Const), 2, op(Op::Mul)}); }},
       {"size not given by an input", [](Model& m) { m.payload.symbol(1, 4); }},
-      {"empty range",
-       [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(5, 4)}); }},
+      {"empty range", [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(5, 4)}); }},
       {"attribute of an unknown step",
        [](Model& m) { m.payload.symbolic_attribute(9, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)}); }},
       {"unknown attribute", [](Model& m) { m.payload.symbolic_attribute(0, "axis", 0, {op(Op::Const), 0}); }},
@@ -226,26 +237,25 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
        }},
       {"size argument beyond the inputs", [](Model& m) { m.payload.size_args = {2}; }},
       {"size arguments out of order", [](Model& m) { m.payload.size_args = {1, 0}; }},
-      {"minimum below 1",
-       [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(0, 4)}); }},
-      {"size given by no input dim one to one",  // 2 * ((s + 1) // 2) is 4 for s = 3 and s = 4
+      {"minimum below 1", [](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(0, 4)}); }},
+      {"size given by no input dim one to one", // 2 * ((s + 1) // 2) is 4 for s = 3 and s = 4
        [](Model& m) { m.payload.symbolic_dim(0, 1, twice_half_rounded_up(m.payload.symbol(3, 4))); }},
   };
   EXPECT_EQ(init_with([](Model&) {}), Error::Ok);
-  EXPECT_EQ(init_with([](Model& m) {
-              m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)});
-            }),
-            Error::Ok);
-  EXPECT_EQ(init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }),
-            Error::Ok);
+  EXPECT_EQ(
+      init_with([](Model& m) { m.payload.symbolic_attribute(0, "alg", 0, {op(Op::Const), code_of(BinaryAlg::Add)}); }),
+      Error::Ok);
+  EXPECT_EQ(
+      init_with([](Model& m) { m.payload.symbolic_dim(0, 1, {op(Op::Symbol), m.payload.symbol(1, 4)}); }), Error::Ok);
   // 2 * ((s + 1) // 2) + s - 4 gives 3 at s = 3 and 4 at s = 4: solvable.
-  EXPECT_EQ(init_with([](Model& m) {
-              const uint32_t s = m.payload.symbol(3, 4);
-              std::vector<int64_t> code = twice_half_rounded_up(s);
-              code.insert(code.end(), {op(Op::Symbol), s, op(Op::Add), op(Op::Const), -4, op(Op::Add)});
-              m.payload.symbolic_dim(0, 1, code);
-            }),
-            Error::Ok);
+  EXPECT_EQ(
+      init_with([](Model& m) {
+        const uint32_t s = m.payload.symbol(3, 4);
+        std::vector<int64_t> code = twice_half_rounded_up(s);
+        code.insert(code.end(), {op(Op::Symbol), s, op(Op::Add), op(Op::Const), -4, op(Op::Add)});
+        m.payload.symbolic_dim(0, 1, code);
+      }),
+      Error::Ok);
   for (const Case& c : cases) {
     EXPECT_EQ(init_with(c.edit), Error::InvalidProgram) << c.what;
   }
@@ -254,8 +264,23 @@ TEST(DynamicShapesValidation, MalformedSectionsAreRefused) {
 TEST(DynamicShapesValidation, FloorDivisionAndModuloFollowPython) {
   // Stored dim 1 of value 4 (the output, [2s, 2]) written as (-7 // 2) + (-7 % 2) + 5 = -4 + 1 + 5.
   const Error error = init_with([](Model& m) {
-    m.payload.symbolic_dim(4, 1, {op(Op::Const), -7, op(Op::Const), 2, op(Op::FloorDiv), op(Op::Const), -7,
-                                  op(Op::Const), 2, op(Op::Mod), op(Op::Add), op(Op::Const), 5, op(Op::Add)});
+    m.payload.symbolic_dim(
+        4,
+        1,
+        {op(Op::Const),
+         -7,
+         op(Op::Const),
+         2,
+         op(Op::FloorDiv),
+         op(Op::Const),
+         -7,
+         op(Op::Const),
+         2,
+         op(Op::Mod),
+         op(Op::Add),
+         op(Op::Const),
+         5,
+         op(Op::Add)});
   });
   EXPECT_EQ(error, Error::Ok);
 }

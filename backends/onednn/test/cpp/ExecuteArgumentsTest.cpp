@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // execute() checks its arguments before touching any data.
 #include <gtest/gtest.h>
 
@@ -14,8 +16,8 @@ class ExecuteArguments : public ::testing::Test {
   void SetUp() override {
     const uint32_t src = model_.input({2, 3});
     const uint32_t dst = model_.value({2, 3});
-    model_.payload.step(Kind::Eltwise, {src}, {dst},
-                        {alg(EltwiseAlg::Linear), floats("alpha", {2}), floats("beta", {1})});
+    model_.payload.step(
+        Kind::Eltwise, {src}, {dst}, {alg(EltwiseAlg::Linear), floats("alpha", {2}), floats("beta", {1})});
     model_.output(dst, {2, 3});
     Result<DelegateHandle*> handle = harness_.init(model_.payload.build(), &model_.data);
     ASSERT_TRUE(handle.ok());

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // ARG_REDUCTION, GATHER, HOST_ELEMENTWISE and INDEX_PUT: the host steps that read and write S64 and BOOL
 // values, checked against hand-computed PyTorch results, and the payloads init() must refuse.
 #include <cmath>
@@ -52,7 +54,6 @@ Operand bf16(std::vector<int64_t> dims, const std::vector<float>& values) {
   return {std::move(dims), kBF16, to_bytes(halves)};
 }
 
-
 // One `kind` step from graph inputs to a graph output.
 Model one_step(Kind kind, const std::vector<Operand>& inputs, const Operand& dst, std::vector<Attr> attrs) {
   Model model;
@@ -83,23 +84,14 @@ std::vector<uint8_t> run_step(
 }
 
 std::vector<uint8_t> elementwise(
-    HostElementwiseAlg which,
-    const std::vector<Operand>& operands,
-    const Operand& dst,
-    Error expected = Error::Ok) {
+    HostElementwiseAlg which, const std::vector<Operand>& operands, const Operand& dst, Error expected = Error::Ok) {
   return run_step(Kind::HostElementwise, operands, dst, {alg(which)}, expected);
 }
 
 std::vector<int64_t> arg_reduce(
-    const Operand& src,
-    ArgReductionAlg which,
-    std::vector<int64_t> axis,
-    std::vector<int64_t> dst_dims) {
-  const auto bytes = run_step(
-      Kind::ArgReduction,
-      {src},
-      {std::move(dst_dims), kS64},
-      {alg(which), ints("axis", std::move(axis))});
+    const Operand& src, ArgReductionAlg which, std::vector<int64_t> axis, std::vector<int64_t> dst_dims) {
+  const auto bytes =
+      run_step(Kind::ArgReduction, {src}, {std::move(dst_dims), kS64}, {alg(which), ints("axis", std::move(axis))});
   return from_bytes<int64_t>(bytes);
 }
 
@@ -120,8 +112,8 @@ TEST(IndexSteps, ArgReductionPicksTheFirstExtremeAlongAnAxis) {
       {ArgReductionAlg::Min, {}, {1}, {11}},
   };
   for (const Case& c : cases) {
-    const std::string what = std::string(c.which == ArgReductionAlg::Max ? "argmax" : "argmin") +
-        " over " + (c.axis.empty() ? "everything" : "axis " + std::to_string(c.axis[0]));
+    const std::string what = std::string(c.which == ArgReductionAlg::Max ? "argmax" : "argmin") + " over " +
+                             (c.axis.empty() ? "everything" : "axis " + std::to_string(c.axis[0]));
     EXPECT_EQ(arg_reduce(f32({2, 3, 2}, kArgSrc), c.which, c.axis, c.dst_dims), c.expected) << what;
   }
 }
@@ -291,11 +283,9 @@ TEST(IndexSteps, IndexPutSetsOrAccumulatesBroadcastValuesAtIndexedPoints) {
   const Operand rows = s64({3}, {0, -1, 0});
   const Operand columns = s64({3}, {1, 0, 1});
   const Operand values = f32({2}, {100, 200}); // broadcast to [3 points, 2]
-  const auto set =
-      run_step(Kind::IndexPut, {x, values, rows, columns}, {{3, 2, 2}, kF32}, {ints("accumulate", {0})});
+  const auto set = run_step(Kind::IndexPut, {x, values, rows, columns}, {{3, 2, 2}, kF32}, {ints("accumulate", {0})});
   EXPECT_EQ(from_bytes<float>(set), (std::vector<float>{0, 1, 100, 200, 4, 5, 6, 7, 100, 200, 10, 11}));
-  const auto added =
-      run_step(Kind::IndexPut, {x, values, rows, columns}, {{3, 2, 2}, kF32}, {ints("accumulate", {1})});
+  const auto added = run_step(Kind::IndexPut, {x, values, rows, columns}, {{3, 2, 2}, kF32}, {ints("accumulate", {1})});
   EXPECT_EQ(from_bytes<float>(added), (std::vector<float>{0, 1, 202, 403, 4, 5, 6, 7, 108, 209, 10, 11}));
 }
 
@@ -307,8 +297,7 @@ TEST(IndexSteps, IndexPutAfterWholeLeadingDimsWritesEveryBlock) {
   const Operand values = f32({2, 2, 2}, {100, 101, 102, 103, 200, 201, 202, 203});
   const auto bytes = run_step(
       Kind::IndexPut, {x, values, positions}, {{2, 3, 2}, kF32}, {ints("accumulate", {0}), ints("sliced", {1})});
-  EXPECT_EQ(
-      from_bytes<float>(bytes), (std::vector<float>{102, 103, 2, 3, 100, 101, 202, 203, 8, 9, 200, 201}));
+  EXPECT_EQ(from_bytes<float>(bytes), (std::vector<float>{102, 103, 2, 3, 100, 101, 202, 203, 8, 9, 200, 201}));
 }
 
 TEST(IndexSteps, IndexPutOfAnIndexOutOfRangeFailsExecute) {

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // What our build of oneDNN must do beyond the upstream release (backends/onednn/cmake/OneDnnLibrary.cmake
 // patches it): a threadpool stream runs primitives with oneDNN's verbose log on. The test links its own
 // copy of the same cached library, built from the same patched source.

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Each test builds a small graph, runs it through the registered backend and compares against
 // the reference loops in ReferenceOps.
 #include <algorithm>
@@ -106,7 +108,7 @@ void check_conv_relu_conv_chain(uint8_t conv_layout, uint8_t relu_layout, uint8_
   ASSERT_EQ(outputs.size(), 1u);
   const auto expected = conv2d_ref(second, relu_ref(conv2d_ref(first, x, w1, {})), w2, {});
   const std::string what = "conv -> relu -> conv, layouts " + std::to_string(conv_layout) + "/" +
-      std::to_string(relu_layout) + "/" + std::to_string(dst_layout);
+                           std::to_string(relu_layout) + "/" + std::to_string(dst_layout);
   expect_close(outputs[0], expected, what);
 }
 
@@ -139,8 +141,7 @@ TEST(OpCorrectness, ConvWithResidualAddPostOpMatchesReference) {
   auto attrs = conv_attrs(p, 1, 1);
   attrs.push_back(ints(
       "post_ops",
-      {code_of(PostOpKind::Binary), code_of(BinaryAlg::Add), code_of(PostOpKind::Eltwise),
-       code_of(EltwiseAlg::Relu)}));
+      {code_of(PostOpKind::Binary), code_of(BinaryAlg::Add), code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}));
   attrs.push_back(floats("post_op_params", {0, 0, 0, 0}));
   model.payload.step(Kind::Convolution, {src, weights, kNoValue, res}, {dst}, attrs);
   model.output(dst, {1, 8, 6, 6});
@@ -218,8 +219,7 @@ TEST(OpCorrectness, Int8ConvolutionWithFusedRequantizationMatchesQuantizedRefere
   const uint32_t b = model.constant({3}, bias);
   const uint32_t y_q = model.payload.value({1, 3, 5, 5}, "", 5);
   const uint32_t dst = model.value({1, 3, 5, 5});
-  model.payload.step(Kind::Reorder, {src}, {x_q},
-                     {floats("dst_scale", {x_scale}), ints("dst_zero_point", {x_zero})});
+  model.payload.step(Kind::Reorder, {src}, {x_q}, {floats("dst_scale", {x_scale}), ints("dst_zero_point", {x_zero})});
   auto attrs = conv_attrs(p, 1, 1);
   attrs.push_back(ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}));
   attrs.push_back(floats("post_op_params", {0.0, 0.0}));
@@ -229,8 +229,7 @@ TEST(OpCorrectness, Int8ConvolutionWithFusedRequantizationMatchesQuantizedRefere
   attrs.push_back(floats("dst_scale", {y_scale}));
   attrs.push_back(ints("dst_zero_point", {y_zero}));
   model.payload.step(Kind::Convolution, {x_q, weights, b}, {y_q}, attrs);
-  model.payload.step(Kind::Reorder, {y_q}, {dst},
-                     {floats("src_scale", {y_scale}), ints("src_zero_point", {y_zero})});
+  model.payload.step(Kind::Reorder, {y_q}, {dst}, {floats("src_scale", {y_scale}), ints("src_zero_point", {y_zero})});
   model.output(dst, {1, 3, 5, 5});
   const auto outputs = run_model(model, {x});
   ASSERT_EQ(outputs.size(), 1u);
@@ -327,19 +326,25 @@ TEST(OpCorrectness, DynamicInt8LinearQuantizesEachRowAtRunTime) {
   const uint32_t b = model.constant({n}, bias);
   const uint32_t dst = model.value({rows, n});
   model.payload.step(Kind::QuantizeRows, {src}, {quantized, scales});
-  model.payload.step(Kind::Matmul, {quantized, weights, kNoValue, scales, b}, {dst},
-                     {ints("transpose_b", {1}), floats("weight_scales", w_scales),
-                      ints("post_ops",
-                           {code_of(PostOpKind::Binary), code_of(BinaryAlg::Mul), code_of(PostOpKind::Binary),
-                            code_of(BinaryAlg::Add)}),
-                      floats("post_op_params", {0, 0, 0, 0})});
+  model.payload.step(
+      Kind::Matmul,
+      {quantized, weights, kNoValue, scales, b},
+      {dst},
+      {ints("transpose_b", {1}),
+       floats("weight_scales", w_scales),
+       ints(
+           "post_ops",
+           {code_of(PostOpKind::Binary),
+            code_of(BinaryAlg::Mul),
+            code_of(PostOpKind::Binary),
+            code_of(BinaryAlg::Add)}),
+       floats("post_op_params", {0, 0, 0, 0})});
   model.output(dst, {rows, n});
   const auto outputs = run_model(model, {a});
   ASSERT_EQ(outputs.size(), 1u);
   ASSERT_EQ(outputs[0].size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(outputs[0][i], expected[i], 1e-5f * std::max(1.0f, std::fabs(expected[i])))
-        << "element " << i;
+    EXPECT_NEAR(outputs[0][i], expected[i], 1e-5f * std::max(1.0f, std::fabs(expected[i]))) << "element " << i;
   }
 }
 
@@ -379,16 +384,23 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
       {"relu(leaky)", EltwiseAlg::Relu, 0.1, 0, [](double x) { return x > 0 ? x : 0.1 * x; }},
       {"clip", EltwiseAlg::Clip, -0.5, 0.25, [](double x) { return std::min(std::max(x, -0.5), 0.25); }},
       {"gelu_erf", EltwiseAlg::GeluErf, 0, 0, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-      {"gelu_tanh", EltwiseAlg::GeluTanh, 0, 0,
-       [](double x) {
-         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-       }},
+      {"gelu_tanh",
+       EltwiseAlg::GeluTanh,
+       0,
+       0,
+       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }},
       {"swish", EltwiseAlg::Swish, 1.0, 0, [](double x) { return x / (1 + std::exp(-x)); }},
       {"logistic", EltwiseAlg::Logistic, 0, 0, [](double x) { return 1 / (1 + std::exp(-x)); }},
       {"tanh", EltwiseAlg::Tanh, 0, 0, [](double x) { return std::tanh(x); }},
-      {"hardswish", EltwiseAlg::Hardswish, 1.0 / 6, 0.5,
+      {"hardswish",
+       EltwiseAlg::Hardswish,
+       1.0 / 6,
+       0.5,
        [](double x) { return x * std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
-      {"hardsigmoid", EltwiseAlg::Hardsigmoid, 1.0 / 6, 0.5,
+      {"hardsigmoid",
+       EltwiseAlg::Hardsigmoid,
+       1.0 / 6,
+       0.5,
        [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
       {"elu", EltwiseAlg::Elu, 1.0, 0, [](double x) { return x > 0 ? x : std::exp(x) - 1; }},
       {"exp", EltwiseAlg::Exp, 0, 0, [](double x) { return std::exp(x); }},
@@ -414,8 +426,7 @@ TEST(OpCorrectness, EltwiseAlgorithmsMatchReference) {
     Model model;
     const uint32_t src = model.input({2, 3, 7});
     const uint32_t dst = model.value({2, 3, 7});
-    model.payload.step(Kind::Eltwise, {src}, {dst},
-                       {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+    model.payload.step(Kind::Eltwise, {src}, {dst}, {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
     model.output(dst, {2, 3, 7});
     const std::vector<float>& input = c.alg == EltwiseAlg::Log1p ? magnitudes : x;
     const auto outputs = run_model(model, {input});
@@ -451,8 +462,7 @@ TEST(OpCorrectness, ReluAndClipKeepNanAndInfinities) {
     Model model;
     const uint32_t src = model.input({3, 37});
     const uint32_t dst = model.value({3, 37});
-    model.payload.step(Kind::Eltwise, {src}, {dst},
-                       {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+    model.payload.step(Kind::Eltwise, {src}, {dst}, {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
     model.output(dst, {3, 37});
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u) << c.name;
@@ -471,10 +481,13 @@ TEST(OpCorrectness, HostEltwiseAlgorithmsAreRefusedAsPostOps) {
   const uint32_t a = model.input({2, 4});
   const uint32_t b = model.input({2, 4});
   const uint32_t dst = model.value({2, 4});
-  model.payload.step(Kind::Binary, {a, b}, {dst},
-                     {alg(BinaryAlg::Add),
-                      ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Floor)}),
-                      floats("post_op_params", {0, 0})});
+  model.payload.step(
+      Kind::Binary,
+      {a, b},
+      {dst},
+      {alg(BinaryAlg::Add),
+       ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Floor)}),
+       floats("post_op_params", {0, 0})});
   model.output(dst, {2, 4});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
@@ -490,8 +503,7 @@ TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
   model.output(dst, {2, 3, 4, 5});
   const auto outputs = run_model(model, {a, b});
   ASSERT_EQ(outputs.size(), 1u);
-  const auto expected =
-      broadcast_ref(a, {2, 3, 4, 5}, b, {1, 3, 1, 5}, [](float x, float y) { return x - y; });
+  const auto expected = broadcast_ref(a, {2, 3, 4, 5}, b, {1, 3, 1, 5}, [](float x, float y) { return x - y; });
   expect_close(outputs[0], expected, "a - broadcast(b)");
 }
 
@@ -509,10 +521,16 @@ TEST(OpCorrectness, PoolingMaxAndAverageMatchReference) {
     Model model;
     const uint32_t src = model.input({1, 3, 7, 6});
     const uint32_t dst = model.value({1, 3, p.oh, p.ow});
-    model.payload.step(Kind::Pooling, {src}, {dst},
-                       {alg(pooling), ints("kernel", {3, 2}), ints("strides", {2, 2}),
-                        ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
-                        ints("dilation", {1, 1})});
+    model.payload.step(
+        Kind::Pooling,
+        {src},
+        {dst},
+        {alg(pooling),
+         ints("kernel", {3, 2}),
+         ints("strides", {2, 2}),
+         ints("padding_l", {1, 1}),
+         ints("padding_r", {1, 1}),
+         ints("dilation", {1, 1})});
     model.output(dst, {1, 3, p.oh, p.ow});
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u);
@@ -581,8 +599,8 @@ TEST(OpCorrectness, SoftmaxAndLogSoftmaxMatchReference) {
     model.output(dst, dims);
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u);
-    expect_close(outputs[0], softmax_ref(x, dims, axis < 0 ? axis + 3 : axis, log != 0),
-                 log ? "log_softmax" : "softmax");
+    expect_close(
+        outputs[0], softmax_ref(x, dims, axis < 0 ? axis + 3 : axis, log != 0), log ? "log_softmax" : "softmax");
   }
 }
 
@@ -599,8 +617,7 @@ TEST(OpCorrectness, SoftmaxZeroesFullyMaskedRowsOnRequest) {
   const uint32_t src = model.input(dims);
   const uint32_t dst = model.value(dims);
   model.payload.step(
-      Kind::Softmax, {src}, {dst},
-      {ints("axis", {1}), ints("log", {0}), ints("zero_fully_masked_rows", {1})});
+      Kind::Softmax, {src}, {dst}, {ints("axis", {1}), ints("log", {0}), ints("zero_fully_masked_rows", {1})});
   model.output(dst, dims);
   const auto outputs = run_model(model, {x});
   ASSERT_EQ(outputs.size(), 1u);
@@ -612,7 +629,8 @@ TEST(OpCorrectness, SoftmaxZeroesFullyMaskedRowsOnRequest) {
 }
 
 // x / sqrt(mean(x^2) + eps) * weight per row of the last dim, in double.
-std::vector<float> rms_norm_ref(const std::vector<float>& x, size_t width, const std::vector<float>& weight, double eps) {
+std::vector<float> rms_norm_ref(
+    const std::vector<float>& x, size_t width, const std::vector<float>& weight, double eps) {
   std::vector<float> out(x.size());
   for (size_t row = 0; row < x.size() / width; ++row) {
     double squares = 0.0;
@@ -644,7 +662,8 @@ TEST(OpCorrectness, RmsNormMatchesReferenceWithAndWithoutWeight) {
     const auto outputs = run_model(model, {x});
     ASSERT_EQ(outputs.size(), 1u);
     expect_close(
-        outputs[0], rms_norm_ref(x, 37, weighted ? weight : std::vector<float>(37, 1.0f), 1e-5),
+        outputs[0],
+        rms_norm_ref(x, 37, weighted ? weight : std::vector<float>(37, 1.0f), 1e-5),
         weighted ? "rms norm with weight" : "rms norm");
   }
 }
@@ -675,8 +694,8 @@ TEST(OpCorrectness, PermuteViewIsCopiedForConsumersThatTakePlainAndForOutputs) {
   const uint32_t merged = model.value({8, 3});
   const uint32_t back = model.value({2, 3, 4});
   model.payload.step(Kind::Reorder, {src}, {permuted}, {ints("permutation", {0, 2, 1})});
-  model.payload.step(Kind::Eltwise, {permuted}, {activated},
-                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(
+      Kind::Eltwise, {permuted}, {activated}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {permuted}, {merged});
   model.payload.step(Kind::Reorder, {permuted}, {back}, {ints("permutation", {0, 2, 1})});
   model.output(activated, {2, 4, 3});
@@ -701,8 +720,8 @@ TEST(OpCorrectness, ReshapeAliasesPlainInputAndCopiesIntoGraphOutputs) {
   const uint32_t activated = model.value({3, 4});
   const uint32_t flat = model.value({12});
   model.payload.step(Kind::Reshape, {src}, {reshaped});
-  model.payload.step(Kind::Eltwise, {reshaped}, {activated},
-                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(
+      Kind::Eltwise, {reshaped}, {activated}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.step(Kind::Reshape, {activated}, {flat});
   model.output(activated, {3, 4});
   model.output(flat, {12});
@@ -735,8 +754,8 @@ TEST(OpCorrectness, PadFillsValueAroundTheInput) {
   Model model;
   const uint32_t src = model.input({1, 2, 3});
   const uint32_t dst = model.value({1, 3, 6});
-  model.payload.step(Kind::Pad, {src}, {dst},
-                     {ints("pad_front", {0, 1, 2}), ints("pad_back", {0, 0, 1}), floats("value", {0.5})});
+  model.payload.step(
+      Kind::Pad, {src}, {dst}, {ints("pad_front", {0, 1, 2}), ints("pad_back", {0, 0, 1}), floats("value", {0.5})});
   model.output(dst, {1, 3, 6});
   const auto outputs = run_model(model, {x});
   ASSERT_EQ(outputs.size(), 1u);
@@ -796,8 +815,10 @@ TEST(OpCorrectness, ConcatAndLayerNormMatchReference) {
     std::vector<double> v(a.begin() + row * 3, a.begin() + row * 3 + 3);
     v.insert(v.end(), b.begin() + row * 5, b.begin() + row * 5 + 5);
     double mean = 0, var = 0;
-    for (double e : v) mean += e / 8;
-    for (double e : v) var += (e - mean) * (e - mean) / 8;
+    for (double e : v)
+      mean += e / 8;
+    for (double e : v)
+      var += (e - mean) * (e - mean) / 8;
     for (int i = 0; i < 8; ++i) {
       expected.push_back(static_cast<float>((v[i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + beta[i]));
     }
@@ -820,7 +841,8 @@ TEST(OpCorrectness, NormalizationReductionAndResamplingOnBlockedConvOutputMatchR
   const auto w = random_values(256, 41);
   const auto mean = random_values(16, 42);
   auto var = random_values(16, 43);
-  for (float& v : var) v = v * v + 0.5f;
+  for (float& v : var)
+    v = v * v + 0.5f;
   const auto gamma = random_values(16, 44);
   const auto beta = random_values(16, 45);
   Model model;
@@ -850,7 +872,8 @@ TEST(OpCorrectness, NormalizationReductionAndResamplingOnBlockedConvOutputMatchR
   std::vector<float> expected_mean(16, 0.0f);
   std::vector<float> expected_up(16 * 64);
   for (size_t c = 0; c < 16; ++c) {
-    for (size_t i = 0; i < 16; ++i) expected_mean[c] += normalized[c * 16 + i] / 16;
+    for (size_t i = 0; i < 16; ++i)
+      expected_mean[c] += normalized[c * 16 + i] / 16;
     for (size_t y = 0; y < 8; ++y)
       for (size_t xx = 0; xx < 8; ++xx)
         expected_up[c * 64 + y * 8 + xx] = normalized[c * 16 + (y / 2) * 4 + xx / 2];

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "PayloadBuilder.h"
 
 #include <cstring>
@@ -57,10 +59,7 @@ uint32_t PayloadBuilder::value(std::vector<int64_t> dims, std::string key, uint8
 }
 
 void PayloadBuilder::step(
-    Kind kind,
-    std::vector<uint32_t> inputs,
-    std::vector<uint32_t> outputs,
-    std::vector<Attr> attrs) {
+    Kind kind, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs, std::vector<Attr> attrs) {
   steps_.push_back({kind, std::move(inputs), std::move(outputs), std::move(attrs)});
 }
 

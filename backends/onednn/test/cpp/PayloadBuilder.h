@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Writes OneDnnBackend payloads (serialization/FORMAT.md) from C++ so tests can describe graphs.
 #pragma once
 
@@ -65,11 +67,7 @@ class PayloadBuilder {
   void output(uint32_t id) {
     outputs_.push_back(id);
   }
-  void step(
-      Kind kind,
-      std::vector<uint32_t> inputs,
-      std::vector<uint32_t> outputs,
-      std::vector<Attr> attrs = {});
+  void step(Kind kind, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs, std::vector<Attr> attrs = {});
 
   // A dynamic size (with dynamic = true): its range; returns its index.
   uint32_t symbol(int64_t min, int64_t max) {
@@ -89,8 +87,8 @@ class PayloadBuilder {
   std::vector<uint8_t> build() const;
 
   uint32_t version = executorch::backends::onednn::kVersion;
-  bool dynamic = false; // writes the dynamic-shape section (and its header flag)
-  bool weight_checksums = false; // writes each constant's checksum (and the header flag)
+  bool dynamic = false;            // writes the dynamic-shape section (and its header flag)
+  bool weight_checksums = false;   // writes each constant's checksum (and the header flag)
   std::vector<uint32_t> size_args; // dynamic: positions of integer arguments among the inputs
 
  private:

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // init() must reject every malformed or unsupported payload with an error (never crash) and must
 // release everything it took, however often it runs.
 #include <cmath>
@@ -19,11 +21,16 @@ Model valid_model() {
   const uint32_t bias = model.constant({3}, random_values(3, 2));
   const uint32_t conv = model.value({1, 3, 5, 5});
   const uint32_t dst = model.value({1, 3, 5, 5});
-  model.payload.step(Kind::Convolution, {src, weights, bias}, {conv},
-                     {ints("strides", {1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
-                      ints("dilation", {1, 1}), ints("groups", {1})});
-  model.payload.step(Kind::Eltwise, {conv}, {dst},
-                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(
+      Kind::Convolution,
+      {src, weights, bias},
+      {conv},
+      {ints("strides", {1, 1}),
+       ints("padding_l", {1, 1}),
+       ints("padding_r", {1, 1}),
+       ints("dilation", {1, 1}),
+       ints("groups", {1})});
+  model.payload.step(Kind::Eltwise, {conv}, {dst}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.output(dst, {1, 3, 5, 5});
   return model;
 }
@@ -114,8 +121,8 @@ TEST(PayloadValidation, OutOfRangeValueIdIsRejected) {
 
   Model step_model = valid_model();
   const uint32_t out = step_model.value({1, 3, 5, 5});
-  step_model.payload.step(Kind::Eltwise, {77}, {out},
-                          {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  step_model.payload.step(
+      Kind::Eltwise, {77}, {out}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   EXPECT_EQ(init_error(step_model.payload.build(), &step_model.data), Error::InvalidProgram);
 }
 
@@ -124,9 +131,15 @@ TEST(PayloadValidation, WrongAttributeCountIsRejected) {
   const uint32_t src = model.input({1, 2, 5, 5});
   const uint32_t weights = model.constant({3, 2, 3, 3}, random_values(54, 1));
   const uint32_t dst = model.value({1, 3, 5, 5});
-  model.payload.step(Kind::Convolution, {src, weights, kNoValue}, {dst},
-                     {ints("strides", {1, 1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}),
-                      ints("dilation", {1, 1}), ints("groups", {1})});
+  model.payload.step(
+      Kind::Convolution,
+      {src, weights, kNoValue},
+      {dst},
+      {ints("strides", {1, 1, 1}),
+       ints("padding_l", {1, 1}),
+       ints("padding_r", {1, 1}),
+       ints("dilation", {1, 1}),
+       ints("groups", {1})});
   model.output(dst, {1, 3, 5, 5});
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
 }
@@ -193,9 +206,12 @@ TEST(PayloadValidation, AlgorithmCodePastItsEnumerationIsRejected) {
     std::vector<int64_t> src_dims, dst_dims;
     std::vector<Attr> other_attrs;
   };
-  const std::vector<Attr> pooling_window = {ints("kernel", {2, 2}), ints("strides", {2, 2}),
-                                            ints("padding_l", {0, 0}), ints("padding_r", {0, 0}),
-                                            ints("dilation", {1, 1})};
+  const std::vector<Attr> pooling_window = {
+      ints("kernel", {2, 2}),
+      ints("strides", {2, 2}),
+      ints("padding_l", {0, 0}),
+      ints("padding_r", {0, 0}),
+      ints("dilation", {1, 1})};
   const Case cases[] = {
       {"ELTWISE",
        Kind::Eltwise,
@@ -230,12 +246,17 @@ TEST(PayloadValidation, AlgorithmCodePastItsEnumerationIsRejected) {
     const uint32_t a = model.input({2, 4});
     const uint32_t b = model.input({2, 4});
     const uint32_t dst = model.value({2, 4});
-    model.payload.step(Kind::Binary, {a, b}, {dst},
-                       {alg(BinaryAlg::Add), ints("post_ops", {code_of(PostOpKind::Eltwise), code}),
-                        floats("post_op_params", {0, 0})});
+    model.payload.step(
+        Kind::Binary,
+        {a, b},
+        {dst},
+        {alg(BinaryAlg::Add),
+         ints("post_ops", {code_of(PostOpKind::Eltwise), code}),
+         floats("post_op_params", {0, 0})});
     model.output(dst, {2, 4});
-    EXPECT_EQ(init_error(model.payload.build(), &model.data),
-              code == code_of(EltwiseAlg::Square) ? Error::Ok : Error::InvalidProgram)
+    EXPECT_EQ(
+        init_error(model.payload.build(), &model.data),
+        code == code_of(EltwiseAlg::Square) ? Error::Ok : Error::InvalidProgram)
         << "post-op eltwise alg " << code;
   }
 }
@@ -293,8 +314,7 @@ TEST(PayloadValidation, UnsupportedDtypeIsRejected) {
   const uint32_t src = model.payload.value({4}, "", /*dtype F16*/ 2);
   model.payload.input(src);
   const uint32_t dst = model.payload.value({4}, "", 2);
-  model.payload.step(Kind::Eltwise, {src}, {dst},
-                     {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
+  model.payload.step(Kind::Eltwise, {src}, {dst}, {alg(EltwiseAlg::Relu), floats("alpha", {0}), floats("beta", {0})});
   model.payload.output(dst);
   EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::NotSupported);
 }
@@ -305,8 +325,7 @@ TEST(PayloadValidation, Int8GraphInputIsRejected) {
   const uint32_t src = model.payload.value({4}, "", /*U8*/ 5);
   model.payload.input(src);
   const uint32_t dst = model.payload.value({4});
-  model.payload.step(Kind::Reorder, {src}, {dst},
-                     {floats("src_scale", {0.5}), ints("src_zero_point", {0})});
+  model.payload.step(Kind::Reorder, {src}, {dst}, {floats("src_scale", {0.5}), ints("src_zero_point", {0})});
   model.payload.output(dst);
   EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
 }

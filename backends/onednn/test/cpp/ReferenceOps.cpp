@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 #include "ReferenceOps.h"
 
 #include <algorithm>
@@ -7,10 +9,7 @@
 namespace onednn_test {
 
 std::vector<float> conv2d_ref(
-    const Conv2dParams& p,
-    const std::vector<float>& x,
-    const std::vector<float>& w,
-    const std::vector<float>& bias) {
+    const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias) {
   const int64_t icg = p.ic / p.groups, ocg = p.oc / p.groups;
   std::vector<float> out(p.n * p.oc * p.oh * p.ow);
   for (int64_t n = 0; n < p.n; ++n)
@@ -24,9 +23,10 @@ std::vector<float> conv2d_ref(
               for (int64_t kw = 0; kw < p.kw; ++kw) {
                 const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
                 const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-                if (ih < 0 || ih >= p.ih || iw < 0 || iw >= p.iw) continue;
+                if (ih < 0 || ih >= p.ih || iw < 0 || iw >= p.iw)
+                  continue;
                 sum += double(x[((n * p.ic + g * icg + c) * p.ih + ih) * p.iw + iw]) *
-                    w[((oc * icg + c) * p.kh + kh) * p.kw + kw];
+                       w[((oc * icg + c) * p.kh + kh) * p.kw + kw];
               }
           out[((n * p.oc + oc) * p.oh + oh) * p.ow + ow] = static_cast<float>(sum);
         }
@@ -34,10 +34,7 @@ std::vector<float> conv2d_ref(
 }
 
 std::vector<float> deconv2d_ref(
-    const Conv2dParams& p,
-    const std::vector<float>& x,
-    const std::vector<float>& w,
-    const std::vector<float>& bias) {
+    const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias) {
   const int64_t icg = p.ic / p.groups, ocg = p.oc / p.groups;
   std::vector<double> acc(p.n * p.oc * p.oh * p.ow, 0.0);
   for (int64_t n = 0; n < p.n; ++n)
@@ -50,11 +47,11 @@ std::vector<float> deconv2d_ref(
               for (int64_t kw = 0; kw < p.kw; ++kw) {
                 const int64_t oh = ih * p.stride_h - p.pad_top + kh * p.dilation_h;
                 const int64_t ow = iw * p.stride_w - p.pad_left + kw * p.dilation_w;
-                if (oh < 0 || oh >= p.oh || ow < 0 || ow >= p.ow) continue;
+                if (oh < 0 || oh >= p.oh || ow < 0 || ow >= p.ow)
+                  continue;
                 const int64_t oc = g * ocg + o;
                 acc[((n * p.oc + oc) * p.oh + oh) * p.ow + ow] +=
-                    double(x[((n * p.ic + ic) * p.ih + ih) * p.iw + iw]) *
-                    w[((ic * ocg + o) * p.kh + kh) * p.kw + kw];
+                    double(x[((n * p.ic + ic) * p.ih + ih) * p.iw + iw]) * w[((ic * ocg + o) * p.kh + kh) * p.kw + kw];
               }
         }
   std::vector<float> out(acc.size());
@@ -102,35 +99,38 @@ std::vector<float> pool2d_ref(const Conv2dParams& p, PoolRef kind, const std::ve
           for (int64_t kw = 0; kw < p.kw; ++kw) {
             const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
             const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-            if (ih < 0 || ih >= p.ih || iw < 0 || iw >= p.iw) continue;
+            if (ih < 0 || ih >= p.ih || iw < 0 || iw >= p.iw)
+              continue;
             const float v = x[(nc * p.ih + ih) * p.iw + iw];
             acc = kind == PoolRef::Max ? std::max(acc, double(v)) : acc + v;
             ++valid;
           }
-        if (kind == PoolRef::AvgInclude) acc /= double(p.kh * p.kw);
-        if (kind == PoolRef::AvgExclude) acc /= double(valid);
+        if (kind == PoolRef::AvgInclude)
+          acc /= double(p.kh * p.kw);
+        if (kind == PoolRef::AvgExclude)
+          acc /= double(valid);
         out[(nc * p.oh + oh) * p.ow + ow] = static_cast<float>(acc);
       }
   return out;
 }
 
-std::vector<float> softmax_ref(
-    const std::vector<float>& x,
-    const std::vector<int64_t>& dims,
-    int axis,
-    bool log) {
+std::vector<float> softmax_ref(const std::vector<float>& x, const std::vector<int64_t>& dims, int axis, bool log) {
   int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= dims[d];
-  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  for (int d = 0; d < axis; ++d)
+    outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d)
+    inner *= dims[d];
   const int64_t len = dims[axis];
   std::vector<float> out(x.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       auto at = [&](int64_t a) { return (o * len + a) * inner + i; };
       double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t a = 0; a < len; ++a) mx = std::max(mx, double(x[at(a)]));
+      for (int64_t a = 0; a < len; ++a)
+        mx = std::max(mx, double(x[at(a)]));
       double sum = 0.0;
-      for (int64_t a = 0; a < len; ++a) sum += std::exp(x[at(a)] - mx);
+      for (int64_t a = 0; a < len; ++a)
+        sum += std::exp(x[at(a)] - mx);
       for (int64_t a = 0; a < len; ++a) {
         const double shifted = x[at(a)] - mx;
         out[at(a)] = static_cast<float>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
@@ -140,11 +140,10 @@ std::vector<float> softmax_ref(
 }
 
 std::vector<float> permute_ref(
-    const std::vector<float>& x,
-    const std::vector<int64_t>& dims,
-    const std::vector<int64_t>& permutation) {
+    const std::vector<float>& x, const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation) {
   std::vector<int64_t> out_dims;
-  for (int64_t axis : permutation) out_dims.push_back(dims[axis]);
+  for (int64_t axis : permutation)
+    out_dims.push_back(dims[axis]);
   const auto in_strides = row_major(dims);
   const auto out_strides = row_major(out_dims);
   std::vector<float> out(x.size());
@@ -160,7 +159,8 @@ std::vector<float> permute_ref(
 }
 
 std::vector<float> relu_ref(std::vector<float> x) {
-  for (float& v : x) v = std::max(v, 0.0f);
+  for (float& v : x)
+    v = std::max(v, 0.0f);
   return x;
 }
 

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Straightforward reference loops (PyTorch semantics, NCHW, row-major) to check the backend.
 #pragma once
 
@@ -18,17 +20,11 @@ struct Conv2dParams {
 
 // weights [OC, IC/g, kh, kw]; bias [OC] or empty.
 std::vector<float> conv2d_ref(
-    const Conv2dParams& p,
-    const std::vector<float>& x,
-    const std::vector<float>& w,
-    const std::vector<float>& bias);
+    const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias);
 
 // conv_transpose2d; weights [IC, OC/g, kh, kw]; pad_top/pad_left = PyTorch padding.
 std::vector<float> deconv2d_ref(
-    const Conv2dParams& p,
-    const std::vector<float>& x,
-    const std::vector<float>& w,
-    const std::vector<float>& bias);
+    const Conv2dParams& p, const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias);
 
 // a [batch, M, K] x b [batch_b (1 or batch), K, N] (or [.., N, K] with transpose_b) + bias[N].
 std::vector<float> matmul_ref(
@@ -55,19 +51,12 @@ std::vector<float> broadcast_ref(
 enum class PoolRef { Max, AvgInclude, AvgExclude };
 std::vector<float> pool2d_ref(const Conv2dParams& p, PoolRef kind, const std::vector<float>& x);
 
-std::vector<float> softmax_ref(
-    const std::vector<float>& x,
-    const std::vector<int64_t>& dims,
-    int axis,
-    bool log);
+std::vector<float> softmax_ref(const std::vector<float>& x, const std::vector<int64_t>& dims, int axis, bool log);
 
 std::vector<float> permute_ref(
-    const std::vector<float>& x,
-    const std::vector<int64_t>& dims,
-    const std::vector<int64_t>& permutation);
+    const std::vector<float>& x, const std::vector<int64_t>& dims, const std::vector<int64_t>& permutation);
 
 std::vector<float> relu_ref(std::vector<float> x);
-
 
 // ---- template definitions ----
 
@@ -103,4 +92,3 @@ std::vector<float> broadcast_ref(
 }
 
 } // namespace onednn_test
-

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Handles of several programs executing at once on different threads, one handle refused to a second
 // thread while it executes, resident memory that stays flat over many init/execute/destroy cycles, and
 // the NaN guards' exact path, taken only for the inputs that need it.
@@ -79,8 +81,12 @@ std::unique_ptr<Runner> convolution(uint32_t seed) {
       Kind::Convolution,
       {src, weights, bias},
       {dst},
-      {ints("strides", {1, 1}), ints("padding_l", {1, 1}), ints("padding_r", {1, 1}), ints("dilation", {1, 1}),
-       ints("groups", {1}), ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}),
+      {ints("strides", {1, 1}),
+       ints("padding_l", {1, 1}),
+       ints("padding_r", {1, 1}),
+       ints("dilation", {1, 1}),
+       ints("groups", {1}),
+       ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Relu)}),
        floats("post_op_params", {0.0, 0.0})});
   model.output(dst, {1, 16, 16, 16});
   add_tensors(*runner, seed);
@@ -315,7 +321,8 @@ TEST(Reliability, AFusedReluKeepsANaNOnlyWhereTheInputHasOne) {
           } else if (winograd == 0) {
             EXPECT_EQ(y[i], finite[i]) << "channel " << c << " at " << h << "," << w;
           } else {
-            EXPECT_NEAR(y[i], finite[i], 1e-5f * (1.0f + std::fabs(finite[i]))) << "channel " << c << " at " << h << "," << w;
+            EXPECT_NEAR(y[i], finite[i], 1e-5f * (1.0f + std::fabs(finite[i])))
+                << "channel " << c << " at " << h << "," << w;
           }
         }
       }
@@ -331,14 +338,21 @@ TEST(Reliability, MaxPoolingKeepsANaNAndAnInfinityOfItsWindow) {
   Runner runner;
   const uint32_t src = runner.model.input({1, 2, 4, 4});
   const uint32_t dst = runner.model.value({1, 2, 2, 2});
-  runner.model.payload.step(Kind::Pooling, {src}, {dst},
-                            {alg(PoolingAlg::Max), ints("kernel", {2, 2}), ints("strides", {2, 2}),
-                             ints("padding_l", {0, 0}), ints("padding_r", {0, 0}), ints("dilation", {1, 1})});
+  runner.model.payload.step(
+      Kind::Pooling,
+      {src},
+      {dst},
+      {alg(PoolingAlg::Max),
+       ints("kernel", {2, 2}),
+       ints("strides", {2, 2}),
+       ints("padding_l", {0, 0}),
+       ints("padding_r", {0, 0}),
+       ints("dilation", {1, 1})});
   runner.model.output(dst, {1, 2, 2, 2});
   add_tensors(runner, 43);
   ASSERT_EQ(runner.init(), Error::Ok);
   std::vector<float>& x = runner.input->data();
-  x[0] = std::numeric_limits<float>::quiet_NaN(); // channel 0, window (0, 0)
+  x[0] = std::numeric_limits<float>::quiet_NaN();      // channel 0, window (0, 0)
   x[16 + 15] = std::numeric_limits<float>::infinity(); // channel 1, window (1, 1)
   ASSERT_EQ(runner.run(), Error::Ok);
   const std::vector<float>& y = runner.output->data();

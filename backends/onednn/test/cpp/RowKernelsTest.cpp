@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The host row kernels (runtime/RowKernels.h) at every vector width this CPU runs (scalar, AVX2,
 // AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
 // and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros; the tanh
@@ -115,7 +117,8 @@ TEST(RowKernels, SoftmaxMatchesTheReferenceAtEveryWidthAndTail) {
               rows.log = log;
               rows.has_mask = masked;
               const std::vector<float> got = run_softmax(isa, rows, src, dst_bf16, masked ? mask.data() : nullptr);
-              const std::vector<double> want = reference_softmax(src.values(), masked ? mask.data() : nullptr, extent, log);
+              const std::vector<double> want =
+                  reference_softmax(src.values(), masked ? mask.data() : nullptr, extent, log);
               for (size_t i = 0; i < extent; ++i) {
                 const double tolerance = (dst_bf16 ? 8e-3 : 2e-6) * std::max(1.0, std::fabs(want[i]));
                 if (std::isinf(want[i])) {
@@ -156,7 +159,7 @@ TEST(RowKernels, NonFiniteRowsBecomeNaNOrZerosAsPyTorchGives) {
       rows.extent = extent;
       std::vector<float> x(4 * extent, 1.0f);
       x[0 * extent + extent - 1] = std::numeric_limits<float>::quiet_NaN(); // row 0: NaN
-      x[1 * extent + extent / 2] = kInf;                                     // row 1: +inf - inf
+      x[1 * extent + extent / 2] = kInf;                                    // row 1: +inf - inf
       for (size_t i = 0; i < extent; ++i) {
         x[2 * extent + i] = -kInf; // row 2: fully masked
       }

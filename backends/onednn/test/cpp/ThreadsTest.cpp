@@ -1,11 +1,13 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The "num_threads" backend option: set/get through ExecuTorch's option API, refusal of bad values,
 // correct results across changes, and that the count bounds the threads oneDNN computes on.
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <dirent.h>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -158,7 +160,7 @@ std::map<long, long> thread_cpu_ticks() {
 }
 
 struct Split {
-  long caller = 0; // ticks of the thread that called execute()
+  long caller = 0;        // ticks of the thread that called execute()
   long busiest_other = 0; // ticks of the busiest other thread
   long others = 0;
 };
@@ -196,16 +198,14 @@ TEST_F(Threads, LoweringTheCountToOneKeepsTheNextExecutionsOnTheCallingThread) {
   // The control: the measurement does see a second thread compute while the count allows one
   // (a few ticks suffice: a busy machine may leave the second thread little of its CPU).
   const Split two = cpu_time_while_running(linear, std::chrono::milliseconds(600));
-  EXPECT_GE(two.busiest_other, 3) << "with num_threads 2, no second thread computed (caller "
-                                  << two.caller << " ticks, busiest other " << two.busiest_other
-                                  << ")";
+  EXPECT_GE(two.busiest_other, 3) << "with num_threads 2, no second thread computed (caller " << two.caller
+                                  << " ticks, busiest other " << two.busiest_other << ")";
 
   ASSERT_EQ(set_threads(1), Error::Ok);
   const Split one = cpu_time_while_running(linear, std::chrono::milliseconds(600));
   EXPECT_GT(one.caller, 20) << "the calling thread should have computed for most of 600 ms";
   EXPECT_LE(one.others, 2 + one.caller / 20)
-      << "with num_threads 1, other threads used " << one.others << " ticks against the caller's "
-      << one.caller;
+      << "with num_threads 1, other threads used " << one.others << " ticks against the caller's " << one.caller;
   expect_close(linear.output.data(), linear.expected(), "512x512 linear");
 }
 

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The Winograd F(4x4, 3x3) transforms (runtime/Winograd.h), with the products computed here in
 // double, against a direct convolution in double: odd and even sizes (partial output tiles), every
 // padding from 0 to 2 on each side, batches, bias, residual and ReLU, and tiles split across calls as
@@ -21,10 +23,15 @@ struct Case {
   bool bias, residual, relu;
 };
 
-
 // dst[n][y][x][o] (channels-last) by the definition of a 3x3 convolution of stride 1.
-std::vector<double> direct(const Case& c, const std::vector<float>& src, const std::vector<float>& weights,
-                           const std::vector<float>& bias, const std::vector<float>& residual, size_t oh, size_t ow) {
+std::vector<double> direct(
+    const Case& c,
+    const std::vector<float>& src,
+    const std::vector<float>& weights,
+    const std::vector<float>& bias,
+    const std::vector<float>& residual,
+    size_t oh,
+    size_t ow) {
   std::vector<double> dst(c.batch * oh * ow * c.out_channels);
   for (size_t n = 0; n < c.batch; ++n) {
     for (size_t y = 0; y < oh; ++y) {
@@ -40,7 +47,7 @@ std::vector<double> direct(const Case& c, const std::vector<float>& src, const s
               }
               for (size_t i = 0; i < c.channels; ++i) {
                 sum += static_cast<double>(src[((n * c.height + sy) * c.width + sx) * c.channels + i]) *
-                    weights[((o * c.channels + i) * 3 + ky) * 3 + kx];
+                       weights[((o * c.channels + i) * 3 + ky) * 3 + kx];
               }
             }
           }
@@ -102,17 +109,29 @@ void check(const Case& c) {
         double sum = 0.0;
         for (size_t i = 0; i < c.channels; ++i) {
           sum += static_cast<double>(input_tiles[(p * tiles + t) * c.channels + i]) *
-              transformed[(p * c.channels + i) * c.out_channels + o];
+                 transformed[(p * c.channels + i) * c.out_channels + o];
         }
         products[(p * tiles + t) * c.out_channels + o] = static_cast<float>(sum);
       }
     }
   }
   std::vector<float> dst(outputs, std::nanf(""));
-  winograd_output_tiles(shape, products.data(), c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr,
-                        dst.data(), 0, tiles / 3);
-  winograd_output_tiles(shape, products.data(), c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr,
-                        dst.data(), tiles / 3, tiles);
+  winograd_output_tiles(
+      shape,
+      products.data(),
+      c.bias ? bias.data() : nullptr,
+      c.residual ? residual.data() : nullptr,
+      dst.data(),
+      0,
+      tiles / 3);
+  winograd_output_tiles(
+      shape,
+      products.data(),
+      c.bias ? bias.data() : nullptr,
+      c.residual ? residual.data() : nullptr,
+      dst.data(),
+      tiles / 3,
+      tiles);
 
   const std::vector<double> expected = direct(c, src, weights, bias, residual, shape.out_height, shape.out_width);
   double magnitude = 0.0;
@@ -134,11 +153,11 @@ TEST(WinogradTest, MatchesADirectConvolution) {
     GTEST_SKIP() << "the Winograd kernels need AVX2 and FMA; oneDNN reports neither on this CPU";
   }
   check({1, 8, 8, 8, 8, 1, 1, 1, 1, true, false, false});
-  check({1, 16, 7, 7, 8, 1, 1, 1, 1, true, true, true}); // odd: partial tiles on both edges
-  check({2, 8, 5, 9, 24, 1, 1, 1, 1, false, false, true}); // batch 2, rectangle
-  check({1, 8, 6, 6, 8, 0, 0, 0, 0, true, true, false}); // no padding
-  check({3, 8, 4, 5, 16, 2, 1, 0, 2, true, false, true}); // uneven padding, batch 3
-  check({1, 32, 3, 3, 8, 1, 1, 1, 1, true, true, true}); // one partial tile per image
+  check({1, 16, 7, 7, 8, 1, 1, 1, 1, true, true, true});     // odd: partial tiles on both edges
+  check({2, 8, 5, 9, 24, 1, 1, 1, 1, false, false, true});   // batch 2, rectangle
+  check({1, 8, 6, 6, 8, 0, 0, 0, 0, true, true, false});     // no padding
+  check({3, 8, 4, 5, 16, 2, 1, 0, 2, true, false, true});    // uneven padding, batch 3
+  check({1, 32, 3, 3, 8, 1, 1, 1, 1, true, true, true});     // one partial tile per image
   check({1, 64, 14, 14, 16, 1, 1, 1, 1, true, false, true}); // a longer reduction
 }
 

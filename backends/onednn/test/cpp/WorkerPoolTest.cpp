@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // The thread pool oneDNN runs on (runtime/WorkerPool.h): every index of a job runs exactly once
 // and on as many threads as the pool has, a job submitted from inside a job or while another
 // thread's job holds the pool runs on the calling thread, the pool survives many small jobs

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer entry point over the payload parser and OneDnnBackend's init()/execute()/destroy().
 //
 // The input is a payload (serialization/FORMAT.md), handed to the registered backend's init() through
@@ -294,13 +296,7 @@ bool log_enabled() {
 }
 
 void emit_log(
-    et_timestamp_t,
-    et_pal_log_level_t level,
-    const char*,
-    const char*,
-    size_t,
-    const char* message,
-    size_t length) {
+    et_timestamp_t, et_pal_log_level_t level, const char*, const char*, size_t, const char* message, size_t length) {
   if (log_enabled()) {
     std::fprintf(stderr, "[%c] %.*s\n", static_cast<char>(level), static_cast<int>(length), message);
   }
@@ -372,8 +368,7 @@ void execute_once(
     args.push_back(tensors.back()->evalue());
   }
   executorch::runtime::BackendExecutionContext context;
-  const Error error =
-      backend->execute(context, handle, executorch::runtime::Span<EValue*>(args.data(), args.size()));
+  const Error error = backend->execute(context, handle, executorch::runtime::Span<EValue*>(args.data(), args.size()));
   if (log_enabled()) {
     std::fprintf(stderr, "fuzz_payload: execute() returned 0x%x\n", static_cast<unsigned>(error));
   }

@@ -1,3 +1,5 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the fuzzer's seed corpus: the OneDnnBackend payloads of a few small exported models.
 
 Each model goes through the real export path (torch.export -> OneDnnPartitioner ->

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs files through the fuzz harness's LLVMFuzzerTestOneInput without libFuzzer: every regular file
 // of each folder argument (names starting with '.' skipped, in name order) and every file argument.
 // A crash, sanitizer report or abort fails the run, so ctest keeps every input the fuzzer ever
