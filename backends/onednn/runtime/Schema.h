@@ -148,60 +148,63 @@ inline constexpr int64_t kNumHostElementwiseAlgs = 14;
 
 // Input slots of a step kind: `fixed_inputs` slots, of which those at index >= `required_inputs`
 // may be NO_VALUE (or left off at the end). Kinds with post-ops take one more input per binary
-// post-op after the fixed slots; variadic kinds take `required_inputs` or more inputs.
+// post-op after the fixed slots; variadic kinds take `required_inputs` or more inputs. A host index
+// step is the only kind that may read or write S64 and BOOL values (serialization/step_kinds.py's
+// host_index: test_schema_parity.py compares the two).
 struct StepSignature {
   const char* name;
   uint32_t required_inputs;
   uint32_t fixed_inputs;
   bool variadic;
   bool has_post_ops;
-  uint32_t outputs = 1;
+  uint32_t outputs;
+  bool host_index;
 };
 
-inline constexpr StepSignature kStepSignatures[kNumStepKinds] = {
-    {nullptr, 0, 0, false, false},
-    {"CONVOLUTION", 2, 3, false, true},
-    {"DECONVOLUTION", 2, 3, false, true},
-    {"MATMUL", 2, 3, false, true},
-    {"ELTWISE", 1, 1, false, false},
-    {"BINARY", 2, 2, false, true},
-    {"POOLING", 1, 1, false, false},
-    {"REDUCTION", 1, 1, false, false},
-    {"BATCH_NORM", 3, 5, false, false},
-    {"LAYER_NORM", 1, 3, false, false},
-    {"SOFTMAX", 1, 1, false, false},
-    {"REORDER", 1, 1, false, false},
-    {"RESHAPE", 1, 1, false, false},
-    {"CONCAT", 1, 1, true, false},
-    {"RESAMPLING", 1, 1, false, false},
-    {"PAD", 1, 1, false, false},
-    {"QUANTIZE_ROWS", 1, 1, false, false, 2},
-    {"ATTENTION", 3, 4, false, false},
-    {"RMS_NORM", 1, 2, false, false},
-    {"ADAPTIVE_POOLING", 1, 1, false, false},
-    {"ARG_REDUCTION", 1, 1, false, false},
-    {"GATHER", 2, 2, false, false},
-    {"HOST_ELEMENTWISE", 2, 3, false, false},
-    {"INDEX_PUT", 3, 3, true, false},
+inline constexpr CodeRow<StepKind, StepSignature> kStepSignatures[] = {
+    {StepKind::Convolution, {"CONVOLUTION", 2, 3, false, true, 1, false}},
+    {StepKind::Deconvolution, {"DECONVOLUTION", 2, 3, false, true, 1, false}},
+    {StepKind::Matmul, {"MATMUL", 2, 3, false, true, 1, false}},
+    {StepKind::Eltwise, {"ELTWISE", 1, 1, false, false, 1, false}},
+    {StepKind::Binary, {"BINARY", 2, 2, false, true, 1, false}},
+    {StepKind::Pooling, {"POOLING", 1, 1, false, false, 1, false}},
+    {StepKind::Reduction, {"REDUCTION", 1, 1, false, false, 1, false}},
+    {StepKind::BatchNorm, {"BATCH_NORM", 3, 5, false, false, 1, false}},
+    {StepKind::LayerNorm, {"LAYER_NORM", 1, 3, false, false, 1, false}},
+    {StepKind::Softmax, {"SOFTMAX", 1, 1, false, false, 1, false}},
+    {StepKind::Reorder, {"REORDER", 1, 1, false, false, 1, false}},
+    {StepKind::Reshape, {"RESHAPE", 1, 1, false, false, 1, false}},
+    {StepKind::Concat, {"CONCAT", 1, 1, true, false, 1, false}},
+    {StepKind::Resampling, {"RESAMPLING", 1, 1, false, false, 1, false}},
+    {StepKind::Pad, {"PAD", 1, 1, false, false, 1, false}},
+    {StepKind::QuantizeRows, {"QUANTIZE_ROWS", 1, 1, false, false, 2, false}},
+    {StepKind::Attention, {"ATTENTION", 3, 4, false, false, 1, false}},
+    {StepKind::RmsNorm, {"RMS_NORM", 1, 2, false, false, 1, false}},
+    {StepKind::AdaptivePooling, {"ADAPTIVE_POOLING", 1, 1, false, false, 1, false}},
+    {StepKind::ArgReduction, {"ARG_REDUCTION", 1, 1, false, false, 1, true}},
+    {StepKind::Gather, {"GATHER", 2, 2, false, false, 1, true}},
+    {StepKind::HostElementwise, {"HOST_ELEMENTWISE", 2, 3, false, false, 1, true}},
+    {StepKind::IndexPut, {"INDEX_PUT", 3, 3, true, false, 1, true}},
 };
-
-// The steps that may read or write S64 and BOOL values.
-inline bool is_host_index_step(StepKind kind) {
-  return kind == StepKind::ArgReduction || kind == StepKind::Gather || kind == StepKind::HostElementwise ||
-         kind == StepKind::IndexPut;
-}
+static_assert(covers_codes(kStepSignatures, 1, kNumStepKinds), "one signature per StepKind (code 0 is unused)");
 
 inline bool is_known_step_kind(uint32_t code) {
-  return code >= 1 && code < kNumStepKinds;
+  return find_code(kStepSignatures, code) != nullptr;
+}
+
+// For a kind Payload.cpp has checked with is_known_step_kind().
+inline const StepSignature& step_signature(StepKind kind) {
+  return *find_code(kStepSignatures, static_cast<int64_t>(kind));
+}
+
+inline bool is_host_index_step(StepKind kind) {
+  const StepSignature* signature = find_code(kStepSignatures, static_cast<int64_t>(kind));
+  return signature != nullptr && signature->host_index;
 }
 
 inline const char* step_kind_name(StepKind kind) {
-  const auto code = static_cast<uint32_t>(kind);
-  return is_known_step_kind(code) ? kStepSignatures[code].name : "UNKNOWN";
-}
-
-inline const StepSignature& step_signature(StepKind kind) {
-  return kStepSignatures[static_cast<uint32_t>(kind)];
+  const StepSignature* signature = find_code(kStepSignatures, static_cast<int64_t>(kind));
+  return signature != nullptr ? signature->name : "UNKNOWN";
 }
 
 inline const char* dtype_name(uint8_t code) {

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from executorch.backends.onednn.serialization import schema
+from executorch.backends.onednn.serialization.schema import StepKind
+from executorch.backends.onednn.serialization.step_kinds import STEP_KINDS
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SCHEMA_H = PACKAGE / "runtime" / "Schema.h"
@@ -190,3 +192,22 @@ def test_format_md_names_codes_without_repeating_their_numbers() -> None:
     numbered = re.findall(r"\b[A-Z][A-Z0-9_]*=\d+", text)
     assert not numbered, f"FORMAT.md repeats codes of schema.py: {numbered}"
     assert "schema.py" in text
+
+
+def test_step_signatures_agree_with_the_step_kind_table() -> None:
+    """Schema.h's signature of each step kind (name, post-ops, host index step) against step_kinds.py's row."""
+    rows = re.findall(
+        r'\{StepKind::(\w+), \{"(\w+)", (\d+), (\d+), (true|false), (true|false), (\d+), (true|false)\}\}',
+        _source(SCHEMA_H),
+    )
+    by_name = {name: (fixed, post_ops == "true", host == "true") for _, name, _, fixed, _, post_ops, _, host in rows}
+    assert set(by_name) == {kind.name for kind in StepKind}, f"Schema.h has signatures for {sorted(by_name)}"
+    for kind in StepKind:
+        fixed, post_ops, host_index = by_name[kind.name]
+        row = STEP_KINDS[kind]
+        assert host_index == row.host_index, (
+            f"{kind.name}: host_index {host_index} in Schema.h, {row.host_index} in Python"
+        )
+        assert post_ops == (row.post_op_fixed_inputs is not None), f"{kind.name}: post-ops differ"
+        if post_ops:
+            assert int(fixed) == row.post_op_fixed_inputs, f"{kind.name}: {fixed} fixed inputs in Schema.h"
