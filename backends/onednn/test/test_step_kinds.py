@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from executorch.backends.onednn._passes import fuse_post_ops
+from executorch.backends.onednn._passes.recognize_activations import BINARY
 from executorch.backends.onednn.serialization.payload import Graph, PostOp, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from executorch.backends.onednn.serialization.step_kinds import (
@@ -18,15 +19,6 @@ from executorch.backends.onednn.serialization.step_kinds import (
     STEP_KINDS,
     LayoutRole,
 )
-
-BINARY_OPS = {
-    BinaryAlg.ADD: torch.add,
-    BinaryAlg.SUB: torch.sub,
-    BinaryAlg.MUL: torch.mul,
-    BinaryAlg.DIV: torch.div,
-    BinaryAlg.MAX: torch.maximum,
-    BinaryAlg.MIN: torch.minimum,
-}
 
 
 def test_every_step_kind_has_one_row_in_step_kind_order() -> None:
@@ -59,7 +51,7 @@ def test_requantize_hosts_are_matrix_steps_with_post_ops() -> None:
 @pytest.mark.parametrize("alg", list(BinaryAlg), ids=lambda alg: alg.name)
 def test_commutative_holds_exactly_the_algorithms_whose_operands_swap(alg: BinaryAlg) -> None:
     a, b = torch.randn(64), torch.randn(64)
-    op = BINARY_OPS[alg]
+    op = BINARY[alg]
     swaps = torch.equal(op(a, b), op(b, a))
     assert (alg in COMMUTATIVE) == swaps, f"{alg.name}: in COMMUTATIVE={alg in COMMUTATIVE}, swaps={swaps}"
 
