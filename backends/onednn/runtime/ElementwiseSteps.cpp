@@ -291,6 +291,22 @@ void build_reduction(const StepRecord& step, GraphBuilder& graph) {
   add_exact_on_host(graph, source, target, loop, record);
 }
 
+namespace {
+
+// The flags of a normalization whose scale and shift inputs are each optional.
+dnnl::normalization_flags normalization_flags(bool has_scale, bool has_shift) {
+  auto flags = dnnl::normalization_flags::none;
+  if (has_scale) {
+    flags |= dnnl::normalization_flags::use_scale;
+  }
+  if (has_shift) {
+    flags |= dnnl::normalization_flags::use_shift;
+  }
+  return flags;
+}
+
+} // namespace
+
 // Inference batch norm with the running statistics (inputs: src, mean, var, [scale], [shift]).
 void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
@@ -300,13 +316,7 @@ void build_batch_norm(const StepRecord& step, GraphBuilder& graph) {
   const int64_t channels = src_dims[1];
   const bool has_scale = step.has_input(3);
   const bool has_shift = step.has_input(4);
-  auto flags = dnnl::normalization_flags::use_global_stats;
-  if (has_scale) {
-    flags |= dnnl::normalization_flags::use_scale;
-  }
-  if (has_shift) {
-    flags |= dnnl::normalization_flags::use_shift;
-  }
+  const auto flags = dnnl::normalization_flags::use_global_stats | normalization_flags(has_scale, has_shift);
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::batch_normalization_forward::primitive_desc pd(
       graph.engine(),
@@ -339,13 +349,7 @@ void build_layer_norm(const StepRecord& step, GraphBuilder& graph) {
   const int64_t features = dims.back();
   const bool has_scale = step.has_input(1);
   const bool has_shift = step.has_input(2);
-  auto flags = dnnl::normalization_flags::none;
-  if (has_scale) {
-    flags |= dnnl::normalization_flags::use_scale;
-  }
-  if (has_shift) {
-    flags |= dnnl::normalization_flags::use_shift;
-  }
+  const auto flags = normalization_flags(has_scale, has_shift);
   const memory::desc layout = plain_desc(dims, graph.compute_type(step.outputs[0]));
   const dnnl::layer_normalization_forward::primitive_desc pd(
       graph.engine(),

@@ -476,22 +476,6 @@ TEST(OpCorrectness, ReluAndClipKeepNanAndInfinities) {
   }
 }
 
-TEST(OpCorrectness, HostEltwiseAlgorithmsAreRefusedAsPostOps) {
-  Model model;
-  const uint32_t a = model.input({2, 4});
-  const uint32_t b = model.input({2, 4});
-  const uint32_t dst = model.value({2, 4});
-  model.payload.step(
-      Kind::Binary,
-      {a, b},
-      {dst},
-      {alg(BinaryAlg::Add),
-       ints("post_ops", {code_of(PostOpKind::Eltwise), code_of(EltwiseAlg::Floor)}),
-       floats("post_op_params", {0, 0})});
-  model.output(dst, {2, 4});
-  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
-}
-
 TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
   const auto a = random_values(2 * 3 * 4 * 5, 20);
   const auto b = random_values(3 * 1 * 5, 21);

@@ -240,8 +240,8 @@ TEST(PayloadValidation, AlgorithmCodePastItsEnumerationIsRejected) {
           << c.name << " alg " << code;
     }
   }
-  // A post-op's eltwise alg is looked up in the same table.
-  for (const int64_t code : {code_of(EltwiseAlg::Square), schema::kNumEltwiseAlgs}) {
+  // A post-op's eltwise alg is looked up in the same table; one computed on the host is refused there.
+  for (const int64_t code : {code_of(EltwiseAlg::Square), code_of(EltwiseAlg::Floor), schema::kNumEltwiseAlgs}) {
     Model model;
     const uint32_t a = model.input({2, 4});
     const uint32_t b = model.input({2, 4});
