@@ -8,7 +8,8 @@ process, so `.pte` files using the delegate run through `executorch.runtime` wit
 `set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to
 (`has_bf16_instructions()`/`int8_products_exact()` say what it can compute natively); `set_verbose()`
 turns on oneDNN's log of each primitive it runs; `set_winograd()` says where 3x3 convolutions compute
-through Winograd; `onednn_version()` names the oneDNN inside the runtime.
+through Winograd; `onednn_version()` names the oneDNN inside the runtime; `torch_threads(1)` keeps torch's
+thread pool off the cores while ExecuTorch runs a program from Python.
 """
 
 from ._runtime import (
@@ -24,6 +25,7 @@ from ._runtime import (
     set_num_threads,
     set_verbose,
     set_winograd,
+    torch_threads,
 )
 from .onednn_preprocess import OneDnnBackend
 from .partition import ComputeBf16FallbacksInFp32, OneDnnPartitioner
@@ -54,4 +56,5 @@ __all__ = [
     "set_num_threads",
     "set_verbose",
     "set_winograd",
+    "torch_threads",
 ]

@@ -5,8 +5,10 @@ sets the number of threads it runs oneDNN on (ExecuTorch's Python runtime has no
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 LIBRARY_NAME = "libexecutorch_backend_onednn.so"
@@ -112,6 +114,24 @@ def get_num_threads() -> int:
     threads = ctypes.c_int(0)
     _check(library.onednn_backend_get_num_threads(ctypes.byref(threads)), "get_num_threads()")
     return threads.value
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch's intra-op thread count is `count` inside the block, and what it was again after it.
+
+    From Python, ExecuTorch's bindings copy every input tensor with a torch op. With torch's pool above one
+    thread that copy leaves torch's OpenMP workers spinning for milliseconds on the cores the delegate's pool
+    computes on next (README, "Known issues"), so loops that time ExecuTorch run inside `torch_threads(1)`.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 # oneDNN's instruction sets, oldest to newest (runtime/CpuIsa.cpp), and "default" (no cap).

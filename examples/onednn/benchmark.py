@@ -12,8 +12,10 @@ whole suite's artifacts take about 8 GB there until their model is timed. Then, 
 running, each (model, flow) is loaded, timed and checked in a fresh process of its own, forked from one
 that has imported torch and the ExecuTorch runtime (thread pools and peak memory do not mix between
 runtimes).
-Every runtime gets the same thread count: torch.set_num_threads, OMP_NUM_THREADS (torch, an OpenMP
-oneDNN), ExecuTorch's threadpool (XNNPACK), ONNX Runtime's intra-op threads; with fewer threads than
+Every runtime gets the same thread count: torch.set_num_threads for eager PyTorch (1 in the ExecuTorch
+flows, where torch computes nothing but the input copies of ExecuTorch's Python bindings, after which its
+OpenMP workers would spin on the runtime's cores), OMP_NUM_THREADS (an OpenMP build), ExecuTorch's threadpool
+(XNNPACK), our delegate's pool, ONNX Runtime's intra-op threads; with fewer threads than
 usable cores the processes are also pinned to that many cores, which is what bounds a TBB oneDNN (TBB
 sizes its pool from the affinity mask) and OpenVINO (no thread option here). A flow that fails for a
 model is recorded with its reason and the suite goes on. Writes results.md, results.json and

@@ -100,7 +100,7 @@ def measure(threads: int, layers: int, runs: int, rounds: int) -> dict[str, Any]
     from executorch.backends.onednn import set_num_threads
     from executorch.extension.pybindings import portable_lib
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)  # see torch_threads(): only ExecuTorch computes here
     if portable_lib._threadpool_get_thread_count() != threads:
         portable_lib._unsafe_reset_threadpool(threads)
     set_num_threads(threads)

@@ -33,7 +33,7 @@ import torch
 import executorch.backends.onednn as onednn
 from executorch.runtime import Runtime
 path, runs, warmup, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-torch.set_num_threads(threads)
+torch.set_num_threads(1)  # see torch_threads(): only ExecuTorch computes here
 onednn.set_num_threads(threads)
 inputs = torch.load(path + ".inputs.pt")
 program = Runtime.get().load_program(path)

@@ -52,7 +52,7 @@ def measure(threads: int) -> dict[str, Any]:
     from executorch.extension.pybindings import portable_lib
     from executorch.runtime import Runtime
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)  # see torch_threads(): only ExecuTorch computes here
     portable_lib._unsafe_reset_threadpool(threads)
     model = encoder()
     example = (torch.randn(1, STATIC_LENGTH, 384),)

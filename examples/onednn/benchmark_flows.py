@@ -149,7 +149,10 @@ def _setup_executorch(*registering: str) -> Callable[[int], None]:
     """Imports the runtime (and the modules that register the delegate's C++ side), sizes its threadpool."""
 
     def setup(threads: int) -> None:
-        torch.set_num_threads(threads)
+        # torch computes nothing here, but ExecuTorch's Python bindings copy each input with a torch op:
+        # with torch's pool at `threads`, every copy left its OpenMP workers spinning on the cores the
+        # runtime under test needed next (README, "Known issues").
+        torch.set_num_threads(1)
         for module in ("executorch.runtime", *registering):
             importlib.import_module(module)
         from executorch.extension.pybindings import portable_lib

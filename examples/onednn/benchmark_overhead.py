@@ -59,7 +59,7 @@ def measure(threads: int, calls: int) -> dict[str, Any]:
     from executorch.extension.pybindings import portable_lib
     from executorch.runtime import Runtime
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)  # see torch_threads(): only ExecuTorch computes here
     if portable_lib._threadpool_get_thread_count() != threads:
         portable_lib._unsafe_reset_threadpool(threads)
     inputs = (torch.randn(1, 8),)

@@ -45,7 +45,7 @@ def time_programs(models: list[str], work: Path, threads: int, budget: float) ->
     """In this process (whose ONEDNN_BACKEND_LIBRARY picks the build): one line per program."""
     from executorch.backends.onednn._runtime import load_runtime, set_num_threads
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)  # torch_threads(): torch's workers stay off the cores the runtime computes on
     load_runtime()
     set_num_threads(threads)
     from executorch.runtime import Runtime

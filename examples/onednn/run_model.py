@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn import OneDnnPartitioner, torch_threads
 from executorch.backends.onednn.cli.zoo import MODELS
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.exir import to_edge_transform_and_lower
@@ -79,14 +79,15 @@ def run_flow(
     print(f"[{flow.name}] {calls} delegate call(s); running it {runs + 3} times", flush=True)
     program = Runtime.get().load_program(buffer)  # reads `buffer` in place: keep it alive
     method = program.load_method("forward")
-    outputs = method.execute(list(inputs))
-    for _ in range(2):
-        method.execute(list(inputs))
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        method.execute(list(inputs))
-        times.append((time.perf_counter() - start) * 1e3)
+    with torch_threads(1):  # torch's workers off the cores the program runs on (its README, "Known issues")
+        outputs = method.execute(list(inputs))
+        for _ in range(2):
+            method.execute(list(inputs))
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            method.execute(list(inputs))
+            times.append((time.perf_counter() - start) * 1e3)
     error = max(
         float((out - ref).abs().max()) / max(1e-12, float(ref.abs().max())) for out, ref in zip(outputs, expected)
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .._runtime import torch_threads
 from ._common import CliError, Stage, load_method, load_model, load_program, parse_shape, progress, random_inputs
 
 FLOWS = {
@@ -35,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--flows", default=",".join(FLOWS), help=f"--model: comma-separated, of {', '.join(FLOWS)}")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, help="threads for oneDNN, XNNPACK and torch (default: their own)")
+    parser.add_argument("--threads", type=int, help="threads for oneDNN and XNNPACK (default: their own)")
     parser.add_argument(
         "--out", type=Path, default=Path("bench"), help="folder for the table and the chart (and --model's .pte files)"
     )
@@ -49,7 +50,6 @@ def _set_threads(threads: int | None) -> None:
 
     from .. import set_num_threads
 
-    torch.set_num_threads(threads)
     set_num_threads(threads)
     portable_lib._unsafe_reset_threadpool(threads)
 
@@ -57,13 +57,14 @@ def _set_threads(threads: int | None) -> None:
 def time_method(method: Any, inputs: tuple[torch.Tensor, ...], runs: int, warmup: int, label: str) -> list[float]:
     """Milliseconds of each timed run."""
     args = list(inputs)
-    for _ in range(warmup):
-        method.execute(args)
-    times = []
-    for _ in progress(range(runs), runs, label):
-        start = time.perf_counter()
-        method.execute(args)
-        times.append((time.perf_counter() - start) * 1e3)
+    with torch_threads(1):  # torch's workers off the cores the program runs on (README, "Known issues")
+        for _ in range(warmup):
+            method.execute(args)
+        times = []
+        for _ in progress(range(runs), runs, label):
+            start = time.perf_counter()
+            method.execute(args)
+            times.append((time.perf_counter() - start) * 1e3)
     return times
 
 

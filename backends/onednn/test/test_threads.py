@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 import torch
-from executorch.backends.onednn import get_num_threads, set_num_threads
+from executorch.backends.onednn import get_num_threads, set_num_threads, torch_threads
 from tester import in_worker, lower, mismatch
 from torch import nn
 
@@ -155,3 +155,14 @@ def test_executing_starts_at_most_count_minus_one_threads(count: int) -> None:
     assert result.returncode == 0, f"the subprocess failed:\n{result.stderr.decode()[-3000:]}"
     before, after = map(int, result.stdout.decode().split()[-2:])
     assert after - before <= count - 1, f"with {count} threads, executing started {after - before} threads"
+
+
+def test_torch_threads_sets_torchs_count_inside_the_block_and_restores_it() -> None:
+    previous = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == previous
+    with pytest.raises(KeyError), torch_threads(1):
+        raise KeyError("inside")
+    assert torch.get_num_threads() == previous
+
