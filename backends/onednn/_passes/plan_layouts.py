@@ -4,7 +4,8 @@
 
 Which layout a convolution computes fastest in depends on the CPU, so the plan does not name it:
 oneDNN picks it at init (`format_tag::any`). On AVX2 and AVX-512 it picks channels-last for every
-convolution but those reading an image's few channels (blocked aBcd16b), in f32, bf16 and int8; with
+convolution (an AVX-512 f32 stem reading an image's few channels with a stride asks for the image's plain
+layout instead and writes blocked aBcd16b: README, Layouts), in f32, bf16 and int8; with
 SSE4.1 it picks blocked aBcd8b everywhere, and channels-last would run MobileNetV2's depthwise
 convolutions on the reference kernel (9.8 -> 106 ms, measured). What the plan decides is the rest:
 - every activation is NATIVE (kept as its producer lays it out) or PLAIN. A value that a convolution,

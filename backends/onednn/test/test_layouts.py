@@ -20,11 +20,12 @@ from typing import TypeVar
 
 import pytest
 import torch
+from executorch.backends.onednn import effective_isa
 from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batch_norm, run_passes
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, EltwiseAlg, PostOpKind, StepKind
-from support import Fn, Variant, describe, execute_traced, preprocessed_with
+from support import Fn, Record, Variant, describe, execute_traced, preprocessed_with
 from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
@@ -670,3 +671,60 @@ def test_fused_program_matches_eager_and_unfused_program(case: LayoutCase) -> No
             f"{case.id}: a residual written in plain layout should reach its convolution in the convolution's "
             f"own layout; the full-size binary post-op operands came in {tags}\n{describe(trace)}"
         )
+
+
+# 6. an image's few channels, downsampled: on AVX-512 the stem reads the graph input in place (plain abcd)
+# instead of a channels-last copy of it (runtime/ConvolutionSteps.cpp, reads_image_in_place).
+class ImageStem(nn.Module):
+    def __init__(self, channels: int, width: int, kernel: int, stride: int) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(channels, width, kernel, stride, padding=kernel // 2)
+        self.next = nn.Conv2d(width, width, 3, padding=1, groups=width)  # reads the stem's result, as a net's does
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.hardswish(self.stem(x))
+        return self.next(F.max_pool2d(y, 3, 2, 1)) + 1.0
+
+
+STEMS = {  # id: (input channels, width, kernel, stride)
+    "mobilenet_v3_3x3_s2": (3, 16, 3, 2),
+    "resnet_7x7_s2": (3, 64, 7, 2),
+    "four_channels_s2": (4, 24, 3, 2),
+    "unet_3x3_s1": (3, 32, 3, 1),  # stride 1: read channels-last, as before
+}
+
+
+def _stem_run(name: str) -> tuple[list[torch.Tensor], list[torch.Tensor], list[Record]]:
+    channels, width, kernel, stride = STEMS[name]
+    torch.manual_seed(0)
+    model = ImageStem(channels, width, kernel, stride).eval()
+    x = torch.randn(1, channels, 40, 40)
+    with torch.no_grad():
+        expected = [model(x)]
+    lowered = lower(model, (x,))
+    assert lowered.delegate_calls == 1, lowered.describe()
+    outputs, trace = execute_traced(lowered.buffer, (x,))
+    return outputs, expected, trace
+
+
+@pytest.mark.parametrize("name", STEMS)
+def test_image_stems_match_eager(name: str) -> None:
+    outputs, expected, trace = _stem_run(name)
+    problem = mismatch(name, outputs, expected, DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+
+
+@pytest.mark.parametrize("name", STEMS)
+def test_downsampling_image_stems_read_the_input_in_place_on_avx512(name: str) -> None:
+    if not effective_isa().startswith(("avx512", "amx")):
+        pytest.skip(f"the in-place stem is taken on AVX-512 only; oneDNN runs {effective_isa()} here")
+    channels, _, _, stride = STEMS[name]
+    _, _, trace = _stem_run(name)
+    stem = next(r for r in trace if r.primitive == "convolution" and r.problem.startswith(f"mb1_ic{channels}oc"))
+    src = dict(stem.layouts)["src"]
+    copies_of_input = [r for r in trace if r.primitive == "reorder" and r.problem.startswith(f"1x{channels}x40x40")]
+    if stride >= 2:
+        assert is_plain(src) and stem.implementation.startswith("jit"), describe(trace)
+        assert not copies_of_input, describe(trace)
+    else:
+        assert not is_plain(src), describe(trace)
