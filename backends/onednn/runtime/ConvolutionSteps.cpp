@@ -358,9 +358,13 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   };
   const BuiltPrimitive built = [&] {
     if (!transposed && !emulated && reads_image_in_place(step, graph, shape, type)) {
-      BuiltPrimitive in_place = build(graph.stored(step.inputs[0]), weights_any, dst_any, attr);
-      if (std::string(in_place.second.impl_info_str()).rfind("jit", 0) == 0) {
-        return in_place;
+      try {
+        BuiltPrimitive in_place = build(graph.stored(step.inputs[0]), weights_any, dst_any, attr);
+        if (std::string(in_place.second.impl_info_str()).rfind("jit", 0) == 0) {
+          return in_place;
+        }
+      } catch (const dnnl::error&) {
+        // No kernel reads this src plain: the channels-last one below.
       }
     }
     return build(src_any, weights_any, dst_any, attr);
