@@ -195,6 +195,9 @@ CASES: dict[str, tuple[nn.Module, tuple[int, ...]]] = {
     "sum": (Elementwise(lambda x: x.sum(-1)), (6, 8)),
     "amax": (Elementwise(lambda x: x.amax(-1)), (6, 8)),
     "conv2d": (nn.Conv2d(2, 3, 3, padding=1), (1, 2, 6, 8)),
+    # An image stem of stride 2: read in place (plain) by oneDNN's direct kernel on AVX-512.
+    "conv2d_image_stem": (nn.Conv2d(3, 16, 3, stride=2, padding=1), (1, 3, 12, 12)),
+    "conv2d_image_stem_7x7": (nn.Conv2d(3, 8, 7, stride=2, padding=3), (1, 3, 16, 16)),
     "amin": (Elementwise(lambda x: x.amin(0)), (6, 8)),
     "max_pool2d": (nn.MaxPool2d(2), (1, 2, 6, 8)),
     "max_pool2d_of_conv": (ConvThenMaxPool(), (1, 2, 9, 9)),
