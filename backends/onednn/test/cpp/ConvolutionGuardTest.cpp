@@ -9,6 +9,7 @@
 // surely as a kernel the guard misses.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -113,8 +114,23 @@ Verdict run_with_an_infinity(
   return {};
 }
 
+// A layout in brief: padded dims, then the inner blocks as (axis x size).
+std::string layout_of(const memory::desc& desc) {
+  std::string text;
+  for (const int64_t dim : desc.get_padded_dims()) {
+    text += (text.empty() ? "" : "x") + std::to_string(dim);
+  }
+  const memory::dims blocks = desc.get_inner_blks(), axes = desc.get_inner_idxs();
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    text += " " + std::to_string(axes[i]) + ":" + std::to_string(blocks[i]);
+  }
+  return text;
+}
+
+// ONEDNN_GUARD_SURVEY=1 prints one line per kernel, matching or not.
 TEST(ConvolutionGuard, FlagsExactlyTheBf16KernelsThatSpreadAnInfinity) {
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const bool survey = std::getenv("ONEDNN_GUARD_SURVEY") != nullptr;
   int kernels = 0;
   for (int64_t channels : {1, 2, 3, 4, 5, 7, 8, 16}) {
     for (int64_t kernel : {1, 3, 5, 7}) {
@@ -140,6 +156,18 @@ TEST(ConvolutionGuard, FlagsExactlyTheBf16KernelsThatSpreadAnInfinity) {
         }
         do {
           const Verdict verdict = run_with_an_infinity(engine, pd, shape, out_size);
+          if (survey) { // every kernel's facts, to derive the predicate on a new CPU or oneDNN
+            std::printf(
+                "survey %s ic %lld k %lld s %lld: weights %s; src %s; spreads %d, predicate %d\n",
+                pd.impl_info_str(),
+                static_cast<long long>(channels),
+                static_cast<long long>(kernel),
+                static_cast<long long>(stride),
+                layout_of(pd.weights_desc()).c_str(),
+                layout_of(pd.src_desc()).c_str(),
+                verdict.spreads ? 1 : 0,
+                spreads_non_finite(pd, 1) ? 1 : 0);
+          }
           EXPECT_EQ(verdict.spreads, spreads_non_finite(pd, 1))
               << pd.impl_info_str() << " (weights " << pd.weights_desc().get_inner_idxs().size()
               << " blocked axes) for " << channels << " input channels, kernel " << kernel << ", stride " << stride
