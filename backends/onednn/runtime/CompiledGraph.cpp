@@ -404,6 +404,19 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       });
       return Error::Ok;
     }
+    case HostLoop::Kind::VectorMatrix: {
+      VectorMatrixOperands operands;
+      operands.row = static_cast<const float*>(source);
+      operands.packed_weights = aux_values;
+      operands.bias =
+          step.host_sources.empty() ? nullptr : static_cast<const float*>(step.host_sources[0].get_data_handle());
+      operands.dst = static_cast<float*>(target);
+      const VectorMatrixShape& shape = loop.vector_matrix;
+      split_rows(shape.blocks(), shape.k * kVectorMatrixBlock, [&](size_t begin, size_t end) {
+        vector_times_matrix(shape, operands, begin, end);
+      });
+      return Error::Ok;
+    }
     case HostLoop::Kind::ReduceExtremum:
       reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;

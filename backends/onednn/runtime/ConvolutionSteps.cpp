@@ -522,6 +522,33 @@ dnnl::matmul::primitive_desc with_small_rows_weights(
   return chosen;
 }
 
+// One row times constant f32 weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), the result's
+// post-ops applied after it; `bias` is kNoBuffer or N f32 values.
+void add_vector_matrix_steps(
+    GraphBuilder& graph,
+    const StepRecord& step,
+    const memory::dims& a_dims,
+    const memory::desc& b_view,
+    const memory::dims& dst,
+    const PostOps& post_ops,
+    BufferId bias) {
+  const memory::dims& b_dims = b_view.get_dims();
+  const memory::format_tag packed_tag =
+      b_dims.size() == 2 ? memory::format_tag::BA16a16b : memory::format_tag::aCB16b16c;
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::VectorMatrix;
+  loop.vector_matrix.isa = host_row_isa();
+  loop.vector_matrix.k = static_cast<size_t>(b_dims[b_dims.size() - 2]);
+  loop.vector_matrix.n = static_cast<size_t>(b_dims.back());
+  const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, DataType::f32));
+  const BufferId weights = graph.input_view(step.inputs[1], b_view, memory::desc(b_dims, DataType::f32, packed_tag));
+  const BufferId result = graph.define(step.outputs[0], plain_desc(dst, DataType::f32));
+  graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
+  ArgList args{{DNNL_ARG_DST, result}};
+  add_plain_post_op_args(post_ops, graph, args);
+  add_post_ops_in_place(graph, post_ops, args);
+}
+
 } // namespace
 
 void build_matmul(const StepRecord& step, GraphBuilder& graph) {
@@ -592,6 +619,19 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   // kernel on those strides as on plain input, else plain (converted first when their type is not
   // the compute type).
   const DataType b_type = weights_type(type);
+  const int64_t rows = rank == 2 ? m : dst[0] * m;
+  const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
+  const bool bias_per_column =
+      !has_bias || (bias_dims.back() == n &&
+                    std::accumulate(bias_dims.begin(), bias_dims.end(), int64_t{1}, std::multiplies<>()) == n);
+  if (rows == 1 && !fold_rows && one_weight_matrix && graph.is_constant(b) && type == DataType::f32 &&
+      b_type == DataType::f32 && !emulated && kernel_quantization.empty() &&
+      graph.compute_type(output) == DataType::f32 && bias_per_column && host_row_isa() != RowIsa::scalar) {
+    const BufferId bias =
+        has_bias ? operand(graph, step.inputs[2], bias_dims, plain_desc(bias_dims, DataType::f32)) : kNoBuffer;
+    add_vector_matrix_steps(graph, step, a_dims, b_view, dst, post_ops, bias);
+    return;
+  }
   const memory::desc b_plain = graph.is_constant(b) ? any_desc(b_dims, b_type) : permuted_view(b_stored, order, b_type);
   const memory::desc a_plain = plain_desc(a_dims, type);
   std::vector<int64_t> identity(rank);
@@ -625,8 +665,6 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
       unfused = true;
     }
   }
-  const int64_t rows = rank == 2 ? m : dst[0] * m;
-  const bool one_weight_matrix = rank == 2 || (rank == 3 && b_dims[0] == 1);
   const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
   if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && kernel_quantization.empty()) {
     pd = with_small_rows_weights(

@@ -14,6 +14,7 @@
 #include "IndexKernels.h"
 #include "NanKernels.h"
 #include "RowKernels.h"
+#include "VectorMatrix.h"
 #include "Winograd.h"
 
 namespace executorch::backends::onednn {
@@ -44,6 +45,8 @@ struct HostLoop {
     WinogradInput,  // dst = the transformed 6x6 tiles of src (Winograd.h)
     WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
                     // the first more source when given
+    VectorMatrix,   // dst = src (one f32 row) times the packed weights in aux, plus the bias in the first
+                    // more source when given (VectorMatrix.h)
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -63,14 +66,15 @@ struct HostLoop {
   size_t in[3] = {1, 1, 1};
   size_t out[3] = {1, 1, 1};
   bool max = false;
-  ArgReduceRows arg_reduce;    // ArgReduce
-  GatherRows gather;           // Gather
-  ElementwiseLoop elementwise; // Elementwise
-  IndexPutLoop index_put;      // IndexPut
-  size_t skip = 0;             // NonFiniteBranch, Jump
-  MaxPoolPlanes max_pool;      // MaxPool
-  ExtremumReduction extremum;  // ReduceExtremum
-  WinogradShape winograd;      // WinogradInput, WinogradOutput
+  ArgReduceRows arg_reduce;        // ArgReduce
+  GatherRows gather;               // Gather
+  ElementwiseLoop elementwise;     // Elementwise
+  IndexPutLoop index_put;          // IndexPut
+  size_t skip = 0;                 // NonFiniteBranch, Jump
+  MaxPoolPlanes max_pool;          // MaxPool
+  ExtremumReduction extremum;      // ReduceExtremum
+  WinogradShape winograd;          // WinogradInput, WinogradOutput
+  VectorMatrixShape vector_matrix; // VectorMatrix
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs

@@ -145,17 +145,30 @@ PostOps read_post_ops(
   return result;
 }
 
-void add_post_op_args(
-    const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args) {
+namespace {
+
+// Plain where there is no `pd` or it runs without its post-ops (add_post_ops_in_place applies them).
+void append_post_op_args(
+    const PostOps& post_ops, const dnnl::primitive_desc_base* pd, GraphBuilder& graph, ArgList& args) {
   for (const PostOps::Operand& entry : post_ops.operands) {
     const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(entry.post_op_index) | DNNL_ARG_SRC_1;
-    // Plain where `pd` runs without its post-ops (add_post_ops_in_place applies them).
-    memory::desc wanted = pd.query_md(dnnl::query::exec_arg_md, arg);
+    memory::desc wanted = pd != nullptr ? pd->query_md(dnnl::query::exec_arg_md, arg) : memory::desc();
     if (wanted.is_zero()) {
       wanted = plain_desc(entry.dims, graph.compute_type(entry.value));
     }
     args.emplace_back(arg, operand(graph, entry.value, entry.dims, wanted));
   }
+}
+
+} // namespace
+
+void add_post_op_args(
+    const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args) {
+  append_post_op_args(post_ops, &pd, graph, args);
+}
+
+void add_plain_post_op_args(const PostOps& post_ops, GraphBuilder& graph, ArgList& args) {
+  append_post_op_args(post_ops, nullptr, graph, args);
 }
 
 dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {

@@ -83,6 +83,8 @@ memory::dims fold_into_rows(const memory::dims& dims);
 bool folds_into_rows(const memory::dims& dims, const memory::dims& dst);
 // Appends the binary post-op operands in the layouts the primitive descriptor resolved.
 void add_post_op_args(const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args);
+// The same, plain, for post-ops a host step's result gets from add_post_ops_in_place.
+void add_plain_post_op_args(const PostOps& post_ops, GraphBuilder& graph, ArgList& args);
 // The default attributes with the post-ops set.
 dnnl::primitive_attr attr_with(const dnnl::post_ops& ops);
 inline dnnl::primitive_attr attr_with(const PostOps& post_ops) {

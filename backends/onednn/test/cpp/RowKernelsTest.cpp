@@ -3,7 +3,7 @@
 // The host row kernels (runtime/RowKernels.h) at every vector width this CPU runs (scalar, AVX2,
 // AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
 // and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros; the tanh
-// GELU's values, non-finite ones included.
+// GELU's values, non-finite ones included; one row times a packed matrix (runtime/VectorMatrix.h).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +16,7 @@
 
 #include "../../runtime/HostLoops.h"
 #include "../../runtime/RowKernels.h"
+#include "../../runtime/VectorMatrix.h"
 
 namespace executorch::backends::onednn {
 namespace {
@@ -294,6 +295,92 @@ TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
     EXPECT_EQ(got[6], 0.0f) << name(isa);
     EXPECT_EQ(got[7], 0.0f) << name(isa);
     EXPECT_NEAR(got[8], reference_gelu_tanh(3.0), 2e-6) << name(isa);
+  }
+}
+
+// weights [k][n] -> oneDNN's BA16a16b: blocks of 16 columns, each k rows padded to a multiple of 16.
+std::vector<float> pack_columns(const std::vector<float>& weights, const VectorMatrixShape& shape) {
+  std::vector<float> packed(shape.blocks() * shape.padded_k() * kVectorMatrixBlock, 0.0f);
+  for (size_t k = 0; k < shape.k; ++k) {
+    for (size_t c = 0; c < shape.n; ++c) {
+      const size_t block = c / kVectorMatrixBlock;
+      packed[(block * shape.padded_k() + k) * kVectorMatrixBlock + c % kVectorMatrixBlock] = weights[k * shape.n + c];
+    }
+  }
+  return packed;
+}
+
+TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
+  std::mt19937 generator(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const std::vector<std::pair<size_t, size_t>> sizes{{1, 1}, {5, 17}, {16, 16}, {37, 100}, {64, 129}, {300, 70}};
+  for (const RowIsa isa : runnable_isas()) {
+    for (const auto& [k, n] : sizes) {
+      for (const bool has_bias : {false, true}) {
+        VectorMatrixShape shape;
+        shape.isa = isa;
+        shape.k = k;
+        shape.n = n;
+        std::vector<float> row(k), weights(k * n), bias(n);
+        for (float& v : row)
+          v = uniform(generator);
+        for (float& v : weights)
+          v = uniform(generator);
+        for (float& v : bias)
+          v = uniform(generator);
+        const std::vector<float> packed = pack_columns(weights, shape);
+        // The threads' split points fall anywhere, also inside a group the kernel takes together.
+        for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
+          std::vector<float> dst(n + 1, -7.0f); // one value more: it stays untouched
+          const VectorMatrixOperands operands{row.data(), packed.data(), has_bias ? bias.data() : nullptr, dst.data()};
+          vector_times_matrix(shape, operands, 0, split);
+          vector_times_matrix(shape, operands, split, shape.blocks());
+          for (size_t c = 0; c < n; ++c) {
+            double want = has_bias ? bias[c] : 0.0, magnitude = std::fabs(want);
+            for (size_t i = 0; i < k; ++i) {
+              want += static_cast<double>(row[i]) * weights[i * n + c];
+              magnitude += std::fabs(static_cast<double>(row[i]) * weights[i * n + c]);
+            }
+            EXPECT_NEAR(dst[c], want, 1e-6 * (1.0 + magnitude))
+                << name(isa) << " k " << k << " n " << n << " column " << c << " split " << split;
+          }
+          EXPECT_EQ(dst[n], -7.0f) << name(isa) << " k " << k << " n " << n << " wrote past the row";
+        }
+      }
+    }
+  }
+}
+
+TEST(VectorMatrix, NonFiniteValuesReachTheColumnsTheyTouch) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const RowIsa isa : runnable_isas()) {
+    VectorMatrixShape shape;
+    shape.isa = isa;
+    shape.k = 20;
+    shape.n = 40;
+    std::vector<float> row(shape.k, 1.0f), weights(shape.k * shape.n, 0.5f);
+    weights[3 * shape.n + 5] = nan;    // column 5
+    weights[4 * shape.n + 33] = kInf;  // column 33, a partial block
+    weights[6 * shape.n + 20] = -kInf; // with the +inf below: inf - inf
+    weights[7 * shape.n + 20] = kInf;
+    const std::vector<float> packed = pack_columns(weights, shape);
+    std::vector<float> dst(shape.n);
+    const VectorMatrixOperands operands{row.data(), packed.data(), nullptr, dst.data()};
+    vector_times_matrix(shape, operands, 0, shape.blocks());
+    for (size_t c = 0; c < shape.n; ++c) {
+      if (c == 5 || c == 20) {
+        EXPECT_TRUE(std::isnan(dst[c])) << name(isa) << " column " << c << " = " << dst[c];
+      } else if (c == 33) {
+        EXPECT_EQ(dst[c], kInf) << name(isa);
+      } else {
+        EXPECT_FLOAT_EQ(dst[c], 10.0f) << name(isa) << " column " << c;
+      }
+    }
+    row[11] = nan; // a NaN in the row reaches every column
+    vector_times_matrix(shape, operands, 0, shape.blocks());
+    for (size_t c = 0; c < shape.n; ++c) {
+      EXPECT_TRUE(std::isnan(dst[c])) << name(isa) << " column " << c;
+    }
   }
 }
 

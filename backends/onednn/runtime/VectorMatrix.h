@@ -1,0 +1,44 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
+// One row times a constant f32 matrix: a decode step's linear layers (M = 1), which stream their
+// weights from memory once per token. oneDNN 3.13.1 gives M = 1 only its AVX2 brgemm kernel, even on
+// AVX-512, and that streams the weights at about half the rate a plain FMA loop does (AMD Zen 4, one
+// thread, weights out of cache: 14-15 against 26-28 GB/s for Llama decode shapes; BENCHMARKS.md).
+//
+// The weights are oneDNN's BA16a16b layout of [K, N] (a reorder made once at init): column blocks of
+// 16, each block K rows of 16 contiguous values, K padded with zeros to a multiple of 16. Each thread
+// takes whole blocks; within a block the sum runs over k in order, one accumulator per column.
+#pragma once
+
+#include <cstddef>
+
+#include "RowKernels.h"
+
+namespace executorch::backends::onednn {
+
+constexpr size_t kVectorMatrixBlock = 16; // columns per block of the packed weights
+
+struct VectorMatrixShape {
+  RowIsa isa = RowIsa::scalar; // avx2 or avx512: the host path is taken only with one of them
+  size_t k = 0;                // the row's length, the weights' rows
+  size_t n = 0;                // the weights' columns, the result's length
+  size_t blocks() const {
+    return (n + kVectorMatrixBlock - 1) / kVectorMatrixBlock;
+  }
+  size_t padded_k() const {
+    return (k + kVectorMatrixBlock - 1) / kVectorMatrixBlock * kVectorMatrixBlock;
+  }
+};
+
+struct VectorMatrixOperands {
+  const float* row = nullptr;            // k values
+  const float* packed_weights = nullptr; // BA16a16b
+  const float* bias = nullptr;           // n values, or none
+  float* dst = nullptr;                  // n values
+};
+
+// dst[n] = sum over k of row[k] * weights[k][n] (+ bias[n]) for the columns of blocks [begin, end).
+void vector_times_matrix(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end);
+
+} // namespace executorch::backends::onednn

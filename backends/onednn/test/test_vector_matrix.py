@@ -1,0 +1,121 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
+"""One row times constant f32 weights (a decode step's linear layers, a classifier head at batch 1):
+the runtime computes it on the host (runtime/VectorMatrix.h) instead of oneDNN's M = 1 matmul, and
+applies the fused bias, activation and residual after it. Each case must match eager PyTorch and, where
+AVX2 or AVX-512 runs, execute no matmul primitive for the row; a second row, bf16 compute and
+activation weights keep oneDNN's matmul."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from executorch.backends.onednn import OneDnnPartitioner, effective_isa
+from support import Record, describe, execute_traced
+from tester import DEFAULT_TOLERANCE, lower, mismatch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Head(nn.Module):
+    """A linear layer, optionally followed by what the partitioner fuses into it as post-ops."""
+
+    def __init__(self, k: int, n: int, bias: bool, after: str) -> None:
+        super().__init__()
+        self.linear = nn.Linear(k, n, bias=bias)
+        self.after = after
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        if self.after == "relu":
+            return F.relu(y)
+        if self.after == "gelu":
+            return F.gelu(y)
+        if self.after == "residual":
+            return y + residual
+        if self.after == "clamp":
+            return torch.clamp(y, -0.1, 0.1)
+        return y
+
+
+class ConstantMatmul(nn.Module):
+    """x @ W with W a constant [K, N] (no transpose), as a hand-written projection does."""
+
+    def __init__(self, k: int, n: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(k, n) / k**0.5)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight
+
+
+CASES = {  # id: (model factory, row shape prefix, K, N)
+    "linear_2d": (lambda: Head(64, 100, True, ""), (1,), 64, 100),
+    "linear_3d": (lambda: Head(64, 100, True, ""), (1, 1), 64, 100),
+    "no_bias_odd_sizes": (lambda: Head(37, 17, False, ""), (1,), 37, 17),
+    "relu": (lambda: Head(96, 48, True, "relu"), (1,), 96, 48),
+    "gelu": (lambda: Head(128, 260, True, "gelu"), (1, 1), 128, 260),
+    "residual": (lambda: Head(80, 64, True, "residual"), (1,), 80, 64),
+    "clamp": (lambda: Head(80, 33, True, "clamp"), (1,), 80, 33),
+    "classifier_head": (lambda: Head(512, 1000, True, ""), (1,), 512, 1000),
+    "constant_matmul": (lambda: ConstantMatmul(200, 72), (1,), 200, 72),
+}
+
+
+def _run(
+    name: str, rows: int = 1, partitioner: OneDnnPartitioner | None = None, fill: float | None = None
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[Record]]:
+    factory, prefix, k, n = CASES[name]
+    torch.manual_seed(0)
+    model = factory().eval()
+    x = torch.randn(*prefix[:-1], rows, k)
+    if fill is not None:
+        x[..., k // 2] = fill
+    residual = torch.randn(*prefix[:-1], rows, n)
+    with torch.no_grad():
+        expected = [model(x, residual)]
+    lowered = lower(model, (x, residual), partitioner)
+    assert lowered.delegate_calls == 1, lowered.describe()
+    outputs, trace = execute_traced(lowered.buffer, (x, residual))
+    return outputs, expected, trace
+
+
+def _matmuls(trace: list[Record]) -> list[Record]:
+    return [r for r in trace if r.primitive == "matmul"]
+
+
+def _host_path_runs() -> bool:
+    return effective_isa().startswith(("avx2", "avx512", "amx", "avx10"))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_one_row_matches_eager(name: str) -> None:
+    outputs, expected, trace = _run(name)
+    problem = mismatch(name, outputs, expected, DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    if _host_path_runs():
+        assert not _matmuls(trace), describe(trace)
+
+
+@pytest.mark.parametrize("fill", [float("nan"), float("inf")])
+def test_non_finite_row_gives_what_eager_gives(fill: float) -> None:
+    # An infinity in the row gives each column +inf or -inf by its weight's sign; a NaN, NaN everywhere.
+    outputs, expected, trace = _run("linear_2d", fill=fill)
+    assert not torch.isfinite(expected[0]).any()
+    torch.testing.assert_close(outputs[0], expected[0], rtol=1e-4, atol=1e-4, equal_nan=True, msg=describe(trace))
+
+
+def test_two_rows_keep_the_matmul() -> None:
+    outputs, expected, trace = _run("linear_2d", rows=2)
+    problem = mismatch("linear_2d", outputs, expected, DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    assert _matmuls(trace), describe(trace)
+
+
+def test_bf16_keeps_the_matmul() -> None:
+    if not effective_isa().startswith(("avx512_core_bf16", "avx512_core_amx", "avx2_vnni_2", "avx10")):
+        pytest.skip(f"bf16 compute needs AVX512-BF16, AVX2-VNNI-2 or AMX; oneDNN runs {effective_isa()} here")
+    outputs, expected, trace = _run("linear_2d", partitioner=OneDnnPartitioner(precision="bf16"))
+    problem = mismatch("linear_2d", outputs, expected, 5e-2)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    assert _matmuls(trace), describe(trace)
