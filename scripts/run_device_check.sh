@@ -16,7 +16,8 @@ PYTHONUNBUFFERED=1 python3 examples/onednn/device_check.py run --bundle "${BUNDL
 echo "run: exit $?"; head -c 3000 "$OUT/run.log"; echo; cat "$OUT/device_check.md" 2>/dev/null
 grep -A3 "Failure\|kernels checked" "$OUT/tests.log" | head -60
 B=/tmp/device_check/bundle
-for p in mlp.onednn-bf16 resnet18.onednn-bf16 resnet18.onednn-int8 vit_tiny.onednn-bf16 mobilenet_v2.onednn-bf16; do
+for p in llama_decode.onednn llama_decode.onednn-bf16 mlp.onednn-bf16 resnet18.onednn-bf16 resnet18.onednn-int8 \
+  vit_tiny.onednn-bf16 mobilenet_v2.onednn-bf16; do
   echo "== kernels of $p (ours, 2 threads)"
   ONEDNN_VERBOSE=1 LD_LIBRARY_PATH=$B/lib timeout 60 $B/lib/onednn_runner $B/programs/$p.pte --runs 1 --warmup 0 \
     --threads 2 2>/dev/null | grep "exec,cpu" | cut -d, -f6,7 | sort | uniq -c | sort -rn | head -8

@@ -112,11 +112,23 @@ def _run_here(runner: Path, stage: Path, pte: Path, outputs: Path) -> None:
         raise RuntimeError(f"{pte.name} does not run here: {result.stderr.strip()}")
 
 
+def _model(name: str) -> tuple[Any, tuple[Any, ...]]:
+    """A benchmark model, or `llama_decode`: one decode step of examples/onednn/llama_decode.py's decoder
+    (one token, its full cache), as `forward`."""
+    if name == "llama_decode":
+        from examples.onednn.llama_decode import DecoderConfig, build_decoder, example_inputs
+
+        config = DecoderConfig()
+        return build_decoder(config), example_inputs(config, 1)
+    from examples.onednn.benchmark_models import BENCH_MODELS
+
+    return BENCH_MODELS[name].factory()
+
+
 def pack(args: argparse.Namespace) -> None:
     import torch
 
     from examples.onednn.benchmark_flows import FLOWS
-    from examples.onednn.benchmark_models import BENCH_MODELS
 
     package = Path(__import__("executorch.backends.onednn", fromlist=["_"]).__file__).parent
     library = Path(args.library or package / "libexecutorch_backend_onednn.so")
@@ -129,7 +141,7 @@ def pack(args: argparse.Namespace) -> None:
     manifest: dict[str, Any] = {"packed_on": _cpu_name(), "programs": []}
     for model_name in args.models.split(","):
         torch.manual_seed(0)
-        model, example = BENCH_MODELS[model_name].factory()
+        model, example = _model(model_name)
         model.eval()
         _compressible_weights(model)
         inputs = _runner_inputs(example)
@@ -198,14 +210,20 @@ def _check(bundle: Path, entry: dict[str, Any], outputs: Path) -> dict[str, Any]
     return {"error_vs_local": local, "error_vs_eager": eager, "outputs_ok": ok}
 
 
+def _replace_from(override: str, folder: Path) -> Path:
+    """Copies a file newer than the bundle's (xz-compressed or not) into `folder`, under its plain name."""
+    target = folder / Path(override).name.removesuffix(".xz")
+    opener = lzma.open if override.endswith(".xz") else open
+    with opener(override, "rb") as source, open(target, "wb") as copy:
+        shutil.copyfileobj(source, copy)
+    target.chmod(0o755)
+    return target
+
+
 def _run_tests(bundle: Path, tests_override: str | None, out: Path) -> dict[str, Any]:
     tests = sorted((bundle / "tests").iterdir())
-    if tests_override:  # a test executable newer than the bundle's (xz-compressed or not)
-        tests = [bundle / "tests" / Path(tests_override).name.removesuffix(".xz")]
-        opener = lzma.open if tests_override.endswith(".xz") else open
-        with opener(tests_override, "rb") as source, open(tests[0], "wb") as target:
-            shutil.copyfileobj(source, target)
-        tests[0].chmod(0o755)
+    if tests_override:
+        tests = [_replace_from(tests_override, bundle / "tests")]
     if not tests:
         return {"tests": "none bundled"}
     env = dict(os.environ, LD_LIBRARY_PATH=str(bundle / "lib"))
@@ -224,6 +242,8 @@ def run(args: argparse.Namespace) -> None:
     with tarfile.open(args.bundle, "r:xz") as archive:
         archive.extractall(work, filter="tar")
     bundle = work / "bundle"
+    if args.library:
+        _replace_from(args.library, bundle / "lib")
     manifest = json.loads((bundle / "manifest.json").read_text())
     flags = set(Path("/proc/cpuinfo").read_text().split())
     report: dict[str, Any] = {
@@ -290,7 +310,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     packing = commands.add_parser("pack", help="export, run here and bundle (needs the project's environment)")
     packing.add_argument("--out", required=True)
-    packing.add_argument("--models", default="mlp,resnet18,mobilenet_v2,vit_tiny")
+    packing.add_argument("--models", default="mlp,resnet18,mobilenet_v2,vit_tiny", help="also: llama_decode")
     packing.add_argument("--flows", default=",".join(DEFAULT_FLOWS))
     packing.add_argument("--library", help="our runtime library (default: the installed package's)")
     packing.add_argument("--runner", help="onednn_runner (default: the installed package's)")
@@ -301,6 +321,7 @@ def main() -> None:
     running.add_argument("--out", required=True)
     running.add_argument("--work", default="/tmp/device_check")
     running.add_argument("--tests", help="a C++ test executable (or its .xz) to run instead of the bundled one")
+    running.add_argument("--library", help="our runtime library (or its .xz) to time instead of the bundled one")
     running.add_argument("--threads", default="2,all")
     running.add_argument("--rounds", type=int, default=2)
     running.add_argument("--runs", type=int, default=20)

@@ -1,15 +1,20 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
 """examples/onednn/device_check.py's judging side (what runs on the remote machine): outputs compared with
-the packing machine's and eager PyTorch's, by precision, and the table that reports them."""
+the packing machine's and eager PyTorch's, by precision, and the table that reports them; a newer library
+or test executable in place of the bundled one; the decode step it packs as `llama_decode`."""
 
 from __future__ import annotations
 
+import lzma
+import os
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from examples.onednn.device_check import _check, _table
+from examples.onednn.device_check import _check, _model, _replace_from, _table
+from examples.onednn.llama_decode import DecoderConfig
 
 
 def _bundle(tmp_path: Path, local: np.ndarray, eager: np.ndarray) -> Path:
@@ -46,3 +51,24 @@ def test_the_table_keeps_the_fastest_round_and_any_mismatch_or_failure() -> None
     lines = _table(report).splitlines()
     assert "| m | onednn | ours (3.13.1) | 2 | 1.500 | 1.0e+00 | 0.0e+00 | MISMATCH |" in lines
     assert any(line.startswith("| m | onednn | baseline | 2 | failed: ") for line in lines)
+
+
+def test_a_newer_library_or_test_replaces_the_bundled_one_compressed_or_not(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "libx.so").write_bytes(b"old")
+    (tmp_path / "libx.so").write_bytes(b"plain")
+    with lzma.open(tmp_path / "liby.so.xz", "wb") as stream:
+        stream.write(b"compressed")
+    assert _replace_from(str(tmp_path / "libx.so"), folder).read_bytes() == b"plain"
+    replaced = _replace_from(str(tmp_path / "liby.so.xz"), folder)
+    assert replaced == folder / "liby.so" and replaced.read_bytes() == b"compressed"
+    assert os.access(replaced, os.X_OK)
+
+
+def test_the_decode_program_is_one_token_of_the_llama_example() -> None:
+    model, inputs = _model("llama_decode")
+    assert inputs[0].shape == (1, 1) and inputs[0].dtype == torch.long
+    with torch.no_grad():
+        logits = model(*inputs)[0]
+    assert logits.shape[-1] == DecoderConfig().vocab and torch.isfinite(logits).all()
