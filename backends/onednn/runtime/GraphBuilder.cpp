@@ -399,7 +399,9 @@ std::string GraphBuilder::event_name(const RecordedStep& step) const {
   }
   name += "#" + std::to_string(step.origin);
   if (!step.primitive) {
-    return kind == StepKind::HostElementwise ? name : name + ".host";
+    // A host loop that is the step's whole product takes the step's name, as its primitive would.
+    const bool whole_step = kind == StepKind::HostElementwise || step.host.kind == HostLoop::Kind::VectorMatrix;
+    return whole_step ? name : name + ".host";
   }
   // A reorder is the work of a REORDER step and of a RESHAPE that copies, a conversion elsewhere.
   const bool reorder = step.primitive.get_kind() == dnnl::primitive::kind::reorder;
