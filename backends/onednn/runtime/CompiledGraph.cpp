@@ -406,11 +406,11 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     }
     case HostLoop::Kind::VectorMatrix: {
       VectorMatrixOperands operands;
-      operands.row = static_cast<const float*>(source);
-      operands.packed_weights = aux_values;
+      operands.row = source;
+      operands.packed_weights = aux;
       operands.bias =
           step.host_sources.empty() ? nullptr : static_cast<const float*>(step.host_sources[0].get_data_handle());
-      operands.dst = static_cast<float*>(target);
+      operands.dst = target;
       const VectorMatrixShape& shape = loop.vector_matrix;
       split_rows(shape.blocks(), shape.k * kVectorMatrixBlock, [&](size_t begin, size_t end) {
         vector_times_matrix(shape, operands, begin, end);

@@ -522,11 +522,12 @@ dnnl::matmul::primitive_desc with_small_rows_weights(
   return chosen;
 }
 
-// One row times constant f32 weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), the result's
-// post-ops applied after it; `bias` is kNoBuffer or N f32 values.
+// One row times constant weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), in f32 or bf16
+// (`type`), the result's post-ops applied after it; `bias` is kNoBuffer or N f32 values.
 void add_vector_matrix_steps(
     GraphBuilder& graph,
     const StepRecord& step,
+    DataType type,
     const memory::dims& a_dims,
     const memory::desc& b_view,
     const memory::dims& dst,
@@ -540,9 +541,12 @@ void add_vector_matrix_steps(
   loop.vector_matrix.isa = host_row_isa();
   loop.vector_matrix.k = static_cast<size_t>(b_dims[b_dims.size() - 2]);
   loop.vector_matrix.n = static_cast<size_t>(b_dims.back());
-  const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, DataType::f32));
-  const BufferId weights = graph.input_view(step.inputs[1], b_view, memory::desc(b_dims, DataType::f32, packed_tag));
-  const BufferId result = graph.define(step.outputs[0], plain_desc(dst, DataType::f32));
+  loop.vector_matrix.bf16 = type == DataType::bf16;
+  const DataType result_type = graph.compute_type(step.outputs[0]);
+  loop.vector_matrix.dst_bf16 = result_type == DataType::bf16;
+  const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, type));
+  const BufferId weights = graph.input_view(step.inputs[1], b_view, memory::desc(b_dims, type, packed_tag));
+  const BufferId result = graph.define(step.outputs[0], plain_desc(dst, result_type));
   graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
   ArgList args{{DNNL_ARG_DST, result}};
   add_plain_post_op_args(post_ops, graph, args);
@@ -620,14 +624,15 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   const bool bias_per_column =
       !has_bias || (bias_dims.back() == n &&
                     std::accumulate(bias_dims.begin(), bias_dims.end(), int64_t{1}, std::multiplies<>()) == n);
-  // One f32 row times constant weights: a host loop streams them about twice as fast as oneDNN 3.13.1's
-  // only kernel for M = 1 (brg_matmul:avx2, also on AVX-512; VectorMatrix.h).
-  if (rows == 1 && !fold_rows && one_weight_matrix && graph.is_constant(b) && type == DataType::f32 &&
-      b_type == DataType::f32 && !emulated && kernel_quantization.empty() &&
-      graph.compute_type(output) == DataType::f32 && bias_per_column && host_row_isa() != RowIsa::scalar) {
+  // One f32 or bf16 row times constant weights: a host loop streams them about twice as fast as
+  // oneDNN 3.13.1's kernels for M = 1 (VectorMatrix.h).
+  if (rows == 1 && !fold_rows && one_weight_matrix && graph.is_constant(b) &&
+      (type == DataType::f32 || type == DataType::bf16) && b_type == type && !emulated && kernel_quantization.empty() &&
+      (graph.compute_type(output) == DataType::f32 || graph.compute_type(output) == DataType::bf16) &&
+      bias_per_column && host_row_isa() != RowIsa::scalar) {
     const BufferId bias =
         has_bias ? operand(graph, step.inputs[2], bias_dims, plain_desc(bias_dims, DataType::f32)) : kNoBuffer;
-    add_vector_matrix_steps(graph, step, a_dims, b_view, dst, post_ops, bias);
+    add_vector_matrix_steps(graph, step, type, a_dims, b_view, dst, post_ops, bias);
     return;
   }
   // Constant weights get the layout oneDNN prefers. Activations are read in place: as they are

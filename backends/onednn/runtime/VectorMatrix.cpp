@@ -5,10 +5,15 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include "HostLoops.h"
 
 // Compiled for AVX-512 and for AVX2 with FMA while the library targets baseline x86-64 (as in
-// RowKernels.cpp); each runs only where host_row_isa() allows it.
+// RowKernels.cpp); each runs only where host_row_isa() allows it. The weights' type is a template
+// parameter so that the inner loops carry no branch.
 #define ODNN_AVX512 __attribute__((target("avx512f")))
 #define ODNN_AVX2 __attribute__((target("avx2,fma")))
 
@@ -22,47 +27,85 @@ namespace {
 
 constexpr size_t kBlock = kVectorMatrixBlock;
 
+float from_bf16_bits(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
+template <typename Weight>
+float row_value(const VectorMatrixOperands& operands, size_t k) {
+  if constexpr (std::is_same_v<Weight, uint16_t>) {
+    return from_bf16_bits(static_cast<const uint16_t*>(operands.row)[k]);
+  } else {
+    return static_cast<const float*>(operands.row)[k];
+  }
+}
+
 // The columns of block `block` that exist (the last block may be partly padding).
 size_t columns_of(const VectorMatrixShape& shape, size_t block) {
   return std::min(kBlock, shape.n - block * kBlock);
 }
 
-// The first `columns` sums of block `block`, plus the bias.
-void store_columns(const VectorMatrixOperands& operands, const float* sums, size_t block, size_t columns) {
-  for (size_t c = 0; c < columns; ++c) {
+// Block `block`'s sums plus the bias, into dst as f32 or bf16.
+void store_columns(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, const float* sums, size_t block) {
+  for (size_t c = 0; c < columns_of(shape, block); ++c) {
     const size_t column = block * kBlock + c;
-    operands.dst[column] = operands.bias != nullptr ? sums[c] + operands.bias[column] : sums[c];
+    const float value = operands.bias != nullptr ? sums[c] + operands.bias[column] : sums[c];
+    if (shape.dst_bf16) {
+      static_cast<uint16_t*>(operands.dst)[column] = to_bf16_bits(value);
+    } else {
+      static_cast<float*>(operands.dst)[column] = value;
+    }
+  }
+}
+
+template <typename Weight>
+ODNN_AVX512 __m512 load16(const Weight* at) {
+  if constexpr (std::is_same_v<Weight, uint16_t>) {
+    const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+  } else {
+    return _mm512_loadu_ps(at);
   }
 }
 
 ODNN_AVX512 void store_block_avx512(
     const VectorMatrixShape& shape, __m512 sum, const VectorMatrixOperands& operands, size_t block) {
   const size_t columns = columns_of(shape, block);
+  if (shape.dst_bf16) {
+    float sums[kBlock];
+    _mm512_storeu_ps(sums, sum);
+    store_columns(shape, operands, sums, block);
+    return;
+  }
   const __mmask16 mask =
       columns == kBlock ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << columns) - 1u);
   if (operands.bias != nullptr) {
     sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, operands.bias + block * kBlock));
   }
-  _mm512_mask_storeu_ps(operands.dst + block * kBlock, mask, sum);
+  _mm512_mask_storeu_ps(static_cast<float*>(operands.dst) + block * kBlock, mask, sum);
 }
 
 // Four blocks at a time: four independent weight streams and FMA chains per thread.
+template <typename Weight>
 ODNN_AVX512 void blocks_avx512(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const float* row = operands.row;
-  const float* weights = operands.packed_weights;
+  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
   const size_t stride = shape.padded_k() * kBlock; // values per block
   size_t block = begin;
   for (; block + 4 <= end; block += 4) {
-    const float* w = weights + block * stride;
+    const Weight* w = weights + block * stride;
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
-      const __m512 x = _mm512_set1_ps(row[k]);
-      const float* at = w + k * kBlock;
-      s0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(at), s0);
-      s1 = _mm512_fmadd_ps(x, _mm512_loadu_ps(at + stride), s1);
-      s2 = _mm512_fmadd_ps(x, _mm512_loadu_ps(at + 2 * stride), s2);
-      s3 = _mm512_fmadd_ps(x, _mm512_loadu_ps(at + 3 * stride), s3);
+      const __m512 x = _mm512_set1_ps(row_value<Weight>(operands, k));
+      const Weight* at = w + k * kBlock;
+      s0 = _mm512_fmadd_ps(x, load16(at), s0);
+      s1 = _mm512_fmadd_ps(x, load16(at + stride), s1);
+      s2 = _mm512_fmadd_ps(x, load16(at + 2 * stride), s2);
+      s3 = _mm512_fmadd_ps(x, load16(at + 3 * stride), s3);
     }
     store_block_avx512(shape, s0, operands, block);
     store_block_avx512(shape, s1, operands, block + 1);
@@ -70,12 +113,22 @@ ODNN_AVX512 void blocks_avx512(
     store_block_avx512(shape, s3, operands, block + 3);
   }
   for (; block < end; ++block) {
-    const float* w = weights + block * stride;
+    const Weight* w = weights + block * stride;
     __m512 sum = _mm512_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(row[k]), _mm512_loadu_ps(w + k * kBlock), sum);
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(row_value<Weight>(operands, k)), load16(w + k * kBlock), sum);
     }
     store_block_avx512(shape, sum, operands, block);
+  }
+}
+
+template <typename Weight>
+ODNN_AVX2 __m256 load8(const Weight* at) {
+  if constexpr (std::is_same_v<Weight, uint16_t>) {
+    const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+  } else {
+    return _mm256_loadu_ps(at);
   }
 }
 
@@ -84,55 +137,72 @@ ODNN_AVX2 void store_block_avx2(
   float sums[kBlock];
   _mm256_storeu_ps(sums, low);
   _mm256_storeu_ps(sums + 8, high);
-  store_columns(operands, sums, block, columns_of(shape, block));
+  store_columns(shape, operands, sums, block);
 }
 
 // Two blocks at a time: each is two 8-wide halves, so four streams of FMAs as on AVX-512.
+template <typename Weight>
 ODNN_AVX2 void blocks_avx2(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const float* row = operands.row;
-  const float* weights = operands.packed_weights;
+  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
   const size_t stride = shape.padded_k() * kBlock;
   size_t block = begin;
   for (; block + 2 <= end; block += 2) {
-    const float* w = weights + block * stride;
+    const Weight* w = weights + block * stride;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
-      const __m256 x = _mm256_broadcast_ss(row + k);
-      const float* at = w + k * kBlock;
-      s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(at), s0);
-      s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(at + 8), s1);
-      s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(at + stride), s2);
-      s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(at + stride + 8), s3);
+      const __m256 x = _mm256_set1_ps(row_value<Weight>(operands, k));
+      const Weight* at = w + k * kBlock;
+      s0 = _mm256_fmadd_ps(x, load8(at), s0);
+      s1 = _mm256_fmadd_ps(x, load8(at + 8), s1);
+      s2 = _mm256_fmadd_ps(x, load8(at + stride), s2);
+      s3 = _mm256_fmadd_ps(x, load8(at + stride + 8), s3);
     }
     store_block_avx2(shape, s0, s1, operands, block);
     store_block_avx2(shape, s2, s3, operands, block + 1);
   }
   if (block < end) {
-    const float* w = weights + block * stride;
+    const Weight* w = weights + block * stride;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
-      const __m256 x = _mm256_broadcast_ss(row + k);
-      s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * kBlock), s0);
-      s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + k * kBlock + 8), s1);
+      const __m256 x = _mm256_set1_ps(row_value<Weight>(operands, k));
+      s0 = _mm256_fmadd_ps(x, load8(w + k * kBlock), s0);
+      s1 = _mm256_fmadd_ps(x, load8(w + k * kBlock + 8), s1);
     }
     store_block_avx2(shape, s0, s1, operands, block);
   }
 }
 
 // Kept for completeness: the builder takes the host path only where AVX2 or AVX-512 runs.
+template <typename Weight>
 void blocks_scalar(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const float* row = operands.row;
-  const float* weights = operands.packed_weights;
+  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
   const size_t stride = shape.padded_k() * kBlock;
   for (size_t block = begin; block < end; ++block) {
     float sums[kBlock] = {};
     for (size_t k = 0; k < shape.k; ++k) {
+      const float x = row_value<Weight>(operands, k);
       for (size_t c = 0; c < kBlock; ++c) {
-        sums[c] += row[k] * weights[block * stride + k * kBlock + c];
+        const Weight w = weights[block * stride + k * kBlock + c];
+        if constexpr (std::is_same_v<Weight, uint16_t>) {
+          sums[c] += x * from_bf16_bits(w);
+        } else {
+          sums[c] += x * w;
+        }
       }
     }
-    store_columns(operands, sums, block, columns_of(shape, block));
+    store_columns(shape, operands, sums, block);
+  }
+}
+
+template <typename Weight>
+void blocks(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  if (shape.isa == RowIsa::avx512) {
+    blocks_avx512<Weight>(shape, operands, begin, end);
+  } else if (shape.isa == RowIsa::avx2) {
+    blocks_avx2<Weight>(shape, operands, begin, end);
+  } else {
+    blocks_scalar<Weight>(shape, operands, begin, end);
   }
 }
 
@@ -140,12 +210,10 @@ void blocks_scalar(const VectorMatrixShape& shape, const VectorMatrixOperands& o
 
 void vector_times_matrix(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  if (shape.isa == RowIsa::avx512) {
-    blocks_avx512(shape, operands, begin, end);
-  } else if (shape.isa == RowIsa::avx2) {
-    blocks_avx2(shape, operands, begin, end);
+  if (shape.bf16) {
+    blocks<uint16_t>(shape, operands, begin, end);
   } else {
-    blocks_scalar(shape, operands, begin, end);
+    blocks<float>(shape, operands, begin, end);
   }
 }
 

@@ -1,13 +1,16 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
-// One row times a constant f32 matrix: a decode step's linear layers (M = 1), which stream their
-// weights from memory once per token. oneDNN 3.13.1 gives M = 1 only its AVX2 brgemm kernel, even on
-// AVX-512, and that streams the weights at about half the rate a plain FMA loop does (AMD Zen 4, one
-// thread, weights out of cache: 14-15 against 26-28 GB/s for Llama decode shapes; BENCHMARKS.md).
+// One row times a constant matrix, f32 or bf16: a decode step's linear layers (M = 1), which stream
+// their weights from memory once per token. oneDNN 3.13.1 runs M = 1 with brgemm kernels that stream the
+// weights at about half the rate a plain FMA loop does (AMD Zen 4, one thread, weights out of cache, Llama
+// decode shapes: f32 14-15 against 26-28 GB/s through `brg_matmul:avx2`, its only f32 kernel for M = 1
+// even on AVX-512; bf16 10-18 against 20-28 GB/s through `brg_matmul:avx512_core_bf16`; BENCHMARKS.md).
 //
 // The weights are oneDNN's BA16a16b layout of [K, N] (a reorder made once at init): column blocks of
 // 16, each block K rows of 16 contiguous values, K padded with zeros to a multiple of 16. Each thread
-// takes whole blocks; within a block the sum runs over k in order, one accumulator per column.
+// takes whole blocks; within a block the sum runs over k in order, one f32 accumulator per column. In
+// bf16 the row and the weights are bf16, the sums f32; a bf16 result is rounded to nearest even at the
+// end, as oneDNN's bf16 matmul does. The bias is f32 either way.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +25,8 @@ struct VectorMatrixShape {
   RowIsa isa = RowIsa::scalar; // avx2 or avx512: the host path is taken only with one of them
   size_t k = 0;                // the row's length, the weights' rows
   size_t n = 0;                // the weights' columns, the result's length
+  bool bf16 = false;           // row and weights in bf16
+  bool dst_bf16 = false;       // the result in bf16
   size_t blocks() const {
     return (n + kVectorMatrixBlock - 1) / kVectorMatrixBlock;
   }
@@ -31,10 +36,10 @@ struct VectorMatrixShape {
 };
 
 struct VectorMatrixOperands {
-  const float* row = nullptr;            // k values
-  const float* packed_weights = nullptr; // BA16a16b
-  const float* bias = nullptr;           // n values, or none
-  float* dst = nullptr;                  // n values
+  const void* row = nullptr;            // k values
+  const void* packed_weights = nullptr; // BA16a16b
+  const float* bias = nullptr;          // n values, or none
+  void* dst = nullptr;                  // n values
 };
 
 // dst[n] = sum over k of row[k] * weights[k][n] (+ bias[n]) for the columns of blocks [begin, end).

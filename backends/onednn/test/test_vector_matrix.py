@@ -1,10 +1,10 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""One row times constant f32 weights (a decode step's linear layers, a classifier head at batch 1):
-the runtime computes it on the host (runtime/VectorMatrix.h) instead of oneDNN's M = 1 matmul, and
-applies the fused bias, activation and residual after it. Each case must match eager PyTorch and, where
-AVX2 or AVX-512 runs, execute no matmul primitive for the row; a second row, bf16 compute and
-activation weights keep oneDNN's matmul."""
+"""One row times constant weights (a decode step's linear layers, a classifier head at batch 1), in f32
+or bf16: the runtime computes it on the host (runtime/VectorMatrix.h) instead of oneDNN's M = 1 matmul,
+and applies the fused bias, activation and residual after it. Each case must match eager PyTorch and,
+where AVX2 or AVX-512 runs, execute no matmul primitive for the row; a second row keeps oneDNN's
+matmul."""
 
 from __future__ import annotations
 
@@ -112,10 +112,11 @@ def test_two_rows_keep_the_matmul() -> None:
     assert _matmuls(trace), describe(trace)
 
 
-def test_bf16_keeps_the_matmul() -> None:
+@pytest.mark.parametrize("name", ["linear_3d", "gelu", "residual"])
+def test_one_bf16_row_runs_on_the_host(name: str) -> None:
     if not effective_isa().startswith(("avx512_core_bf16", "avx512_core_amx", "avx2_vnni_2", "avx10")):
         pytest.skip(f"bf16 compute needs AVX512-BF16, AVX2-VNNI-2 or AMX; oneDNN runs {effective_isa()} here")
-    outputs, expected, trace = _run("linear_2d", partitioner=OneDnnPartitioner(precision="bf16"))
-    problem = mismatch("linear_2d", outputs, expected, 5e-2)
+    outputs, expected, trace = _run(name, partitioner=OneDnnPartitioner(precision="bf16"))
+    problem = mismatch(name, outputs, expected, 5e-2)
     assert problem is None, f"{problem}\n{describe(trace)}"
-    assert _matmuls(trace), describe(trace)
+    assert not _matmuls(trace), describe(trace)

@@ -315,36 +315,47 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   const std::vector<std::pair<size_t, size_t>> sizes{{1, 1}, {5, 17}, {16, 16}, {37, 100}, {64, 129}, {300, 70}};
   for (const RowIsa isa : runnable_isas()) {
-    for (const auto& [k, n] : sizes) {
-      for (const bool has_bias : {false, true}) {
-        VectorMatrixShape shape;
-        shape.isa = isa;
-        shape.k = k;
-        shape.n = n;
-        std::vector<float> row(k), weights(k * n), bias(n);
-        for (float& v : row)
-          v = uniform(generator);
-        for (float& v : weights)
-          v = uniform(generator);
-        for (float& v : bias)
-          v = uniform(generator);
-        const std::vector<float> packed = pack_columns(weights, shape);
-        // The threads' split points fall anywhere, also inside a group the kernel takes together.
-        for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
-          std::vector<float> dst(n + 1, -7.0f); // one value more: it stays untouched
-          const VectorMatrixOperands operands{row.data(), packed.data(), has_bias ? bias.data() : nullptr, dst.data()};
-          vector_times_matrix(shape, operands, 0, split);
-          vector_times_matrix(shape, operands, split, shape.blocks());
-          for (size_t c = 0; c < n; ++c) {
-            double want = has_bias ? bias[c] : 0.0, magnitude = std::fabs(want);
-            for (size_t i = 0; i < k; ++i) {
-              want += static_cast<double>(row[i]) * weights[i * n + c];
-              magnitude += std::fabs(static_cast<double>(row[i]) * weights[i * n + c]);
+    for (const bool bf16 : {false, true}) {
+      for (const auto& [k, n] : sizes) {
+        for (const bool has_bias : {false, true}) {
+          VectorMatrixShape shape;
+          shape.isa = isa;
+          shape.k = k;
+          shape.n = n;
+          shape.bf16 = shape.dst_bf16 = bf16;
+          std::vector<float> row_values(k), weight_values(k * n), bias(n);
+          for (float& v : row_values)
+            v = uniform(generator);
+          for (float& v : weight_values)
+            v = uniform(generator);
+          for (float& v : bias)
+            v = uniform(generator);
+          const Row row = Row(bf16, row_values);
+          const Row weights = Row(bf16, weight_values);
+          const Row packed = Row(bf16, pack_columns(weights.values(), shape));
+          const std::vector<float> x = row.values(), w = weights.values();
+          // The threads' split points fall anywhere, also inside a group the kernel takes together.
+          for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
+            Row dst(bf16, std::vector<float>(n + 1, -7.0f)); // one value more: it stays untouched
+            const VectorMatrixOperands operands{
+                row.bytes.data(), packed.bytes.data(), has_bias ? bias.data() : nullptr, dst.bytes.data()};
+            vector_times_matrix(shape, operands, 0, split);
+            vector_times_matrix(shape, operands, split, shape.blocks());
+            const std::vector<float> got = dst.values();
+            for (size_t c = 0; c < n; ++c) {
+              double want = has_bias ? bias[c] : 0.0, magnitude = std::fabs(want);
+              for (size_t i = 0; i < k; ++i) {
+                want += static_cast<double>(x[i]) * w[i * n + c];
+                magnitude += std::fabs(static_cast<double>(x[i]) * w[i * n + c]);
+              }
+              // bf16: the f32 sum's one rounding to 8 bits of mantissa.
+              const double tolerance =
+                  bf16 ? 4e-3 * std::fabs(want) + 1e-6 * (1.0 + magnitude) : 1e-6 * (1.0 + magnitude);
+              EXPECT_NEAR(got[c], want, tolerance) << name(isa) << (bf16 ? " bf16" : " f32") << " k " << k << " n " << n
+                                                   << " column " << c << " split " << split;
             }
-            EXPECT_NEAR(dst[c], want, 1e-6 * (1.0 + magnitude))
-                << name(isa) << " k " << k << " n " << n << " column " << c << " split " << split;
+            EXPECT_EQ(got[n], -7.0f) << name(isa) << " k " << k << " n " << n << " wrote past the row";
           }
-          EXPECT_EQ(dst[n], -7.0f) << name(isa) << " k " << k << " n " << n << " wrote past the row";
         }
       }
     }
@@ -354,32 +365,38 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
 TEST(VectorMatrix, NonFiniteValuesReachTheColumnsTheyTouch) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const RowIsa isa : runnable_isas()) {
-    VectorMatrixShape shape;
-    shape.isa = isa;
-    shape.k = 20;
-    shape.n = 40;
-    std::vector<float> row(shape.k, 1.0f), weights(shape.k * shape.n, 0.5f);
-    weights[3 * shape.n + 5] = nan;    // column 5
-    weights[4 * shape.n + 33] = kInf;  // column 33, a partial block
-    weights[6 * shape.n + 20] = -kInf; // with the +inf below: inf - inf
-    weights[7 * shape.n + 20] = kInf;
-    const std::vector<float> packed = pack_columns(weights, shape);
-    std::vector<float> dst(shape.n);
-    const VectorMatrixOperands operands{row.data(), packed.data(), nullptr, dst.data()};
-    vector_times_matrix(shape, operands, 0, shape.blocks());
-    for (size_t c = 0; c < shape.n; ++c) {
-      if (c == 5 || c == 20) {
-        EXPECT_TRUE(std::isnan(dst[c])) << name(isa) << " column " << c << " = " << dst[c];
-      } else if (c == 33) {
-        EXPECT_EQ(dst[c], kInf) << name(isa);
-      } else {
-        EXPECT_FLOAT_EQ(dst[c], 10.0f) << name(isa) << " column " << c;
+    for (const bool bf16 : {false, true}) {
+      VectorMatrixShape shape;
+      shape.isa = isa;
+      shape.k = 20;
+      shape.n = 40;
+      shape.bf16 = shape.dst_bf16 = bf16;
+      std::vector<float> row_values(shape.k, 1.0f), weights(shape.k * shape.n, 0.5f);
+      weights[3 * shape.n + 5] = nan;    // column 5
+      weights[4 * shape.n + 33] = kInf;  // column 33, a partial block
+      weights[6 * shape.n + 20] = -kInf; // with the +inf below: inf - inf
+      weights[7 * shape.n + 20] = kInf;
+      const Row packed = Row(bf16, pack_columns(weights, shape));
+      Row row = Row(bf16, row_values);
+      Row dst(bf16, std::vector<float>(shape.n, 0.0f));
+      vector_times_matrix(shape, {row.bytes.data(), packed.bytes.data(), nullptr, dst.bytes.data()}, 0, shape.blocks());
+      std::vector<float> got = dst.values();
+      for (size_t c = 0; c < shape.n; ++c) {
+        if (c == 5 || c == 20) {
+          EXPECT_TRUE(std::isnan(got[c])) << name(isa) << " column " << c << " = " << got[c];
+        } else if (c == 33) {
+          EXPECT_EQ(got[c], kInf) << name(isa);
+        } else {
+          EXPECT_FLOAT_EQ(got[c], 10.0f) << name(isa) << " column " << c;
+        }
       }
-    }
-    row[11] = nan; // a NaN in the row reaches every column
-    vector_times_matrix(shape, operands, 0, shape.blocks());
-    for (size_t c = 0; c < shape.n; ++c) {
-      EXPECT_TRUE(std::isnan(dst[c])) << name(isa) << " column " << c;
+      row_values[11] = nan; // a NaN in the row reaches every column
+      row = Row(bf16, row_values);
+      vector_times_matrix(shape, {row.bytes.data(), packed.bytes.data(), nullptr, dst.bytes.data()}, 0, shape.blocks());
+      got = dst.values();
+      for (size_t c = 0; c < shape.n; ++c) {
+        EXPECT_TRUE(std::isnan(got[c])) << name(isa) << (bf16 ? " bf16" : " f32") << " column " << c;
+      }
     }
   }
 }
