@@ -159,6 +159,14 @@ inline void zero_fully_masked_rows(const HostLoop& loop, const float* src, float
   }
 }
 
+// The f32 value a bf16 one stands for (exact).
+inline float from_bf16_bits(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
 // Round to nearest even, as oneDNN converts f32 to bf16.
 inline uint16_t to_bf16_bits(float value) {
   uint32_t bits;
@@ -185,10 +193,7 @@ inline void clamp_values(const HostLoop& loop, const void* src, void* dst, size_
   const auto* x = static_cast<const uint16_t*>(src);
   auto* y = static_cast<uint16_t*>(dst);
   for (size_t i = begin; i < end; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof(value));
-    y[i] = to_bf16_bits(clamp(value));
+    y[i] = to_bf16_bits(clamp(from_bf16_bits(x[i])));
   }
 }
 

@@ -171,8 +171,6 @@ ODNN_AVX2 inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
 }
 
-float bf16_to_float(uint16_t bits);
-
 // `count` values from `at` (all 8 when count >= 8); the missing lanes read as `fill`.
 ODNN_AVX2 inline __m256 load8(const void* row, bool bf16, size_t at, size_t count, float fill) {
   if (count >= kLanes2) {
@@ -185,7 +183,7 @@ ODNN_AVX2 inline __m256 load8(const void* row, bool bf16, size_t at, size_t coun
   float buffer[kLanes2];
   for (size_t i = 0; i < kLanes2; ++i) {
     buffer[i] = i >= count ? fill
-                : bf16     ? bf16_to_float(static_cast<const uint16_t*>(row)[at + i])
+                : bf16     ? from_bf16_bits(static_cast<const uint16_t*>(row)[at + i])
                            : static_cast<const float*>(row)[at + i];
   }
   return _mm256_loadu_ps(buffer);
@@ -314,18 +312,11 @@ ODNN_AVX2 void rms_norm_row_avx2(const RmsNormRows& rows, const void* src, void*
   }
 }
 
-float bf16_to_float(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
-
 // The same, one value at a time, for CPUs (or instruction-set caps) without AVX2.
 void softmax_row_scalar(const SoftmaxRows& rows, const void* src, void* dst, const float* mask_row, size_t valid) {
   const auto x = [&](size_t e) {
     const float value =
-        rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
+        rows.src_bf16 ? from_bf16_bits(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
     return mask_row == nullptr ? value : value + mask_row[e];
   };
   const auto put = [&](size_t e, float value) {
@@ -381,7 +372,7 @@ ODNN_AVX512 void rms_norm_row_avx512(const RmsNormRows& rows, const void* src, v
 
 void rms_norm_row_scalar(const RmsNormRows& rows, const void* src, void* dst, const float* weight) {
   const auto x = [&](size_t e) {
-    return rows.src_bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
+    return rows.src_bf16 ? from_bf16_bits(static_cast<const uint16_t*>(src)[e]) : static_cast<const float*>(src)[e];
   };
   float squares = 0.0f;
   for (size_t e = 0; e < rows.extent; ++e) {
@@ -489,7 +480,7 @@ void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t 
     return;
   }
   for (size_t i = begin; i < end; ++i) {
-    const float x = bf16 ? bf16_to_float(static_cast<const uint16_t*>(src)[i]) : static_cast<const float*>(src)[i];
+    const float x = bf16 ? from_bf16_bits(static_cast<const uint16_t*>(src)[i]) : static_cast<const float*>(src)[i];
     if (bf16) {
       static_cast<uint16_t*>(dst)[i] = to_bf16_bits(gelu_tanh_value(x));
     } else {

@@ -27,13 +27,6 @@ namespace {
 
 constexpr size_t kBlock = kVectorMatrixBlock;
 
-float from_bf16_bits(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
-
 template <typename Weight>
 float row_value(const VectorMatrixOperands& operands, size_t k) {
   if constexpr (std::is_same_v<Weight, uint16_t>) {
