@@ -45,8 +45,8 @@ struct HostLoop {
     WinogradInput,  // dst = the transformed 6x6 tiles of src (Winograd.h)
     WinogradOutput, // dst = the outputs of the products in src, plus the bias in aux and the residual in
                     // the first more source when given
-    VectorMatrix,   // dst = src (one f32 row) times the packed weights in aux, plus the bias in the first
-                    // more source when given (VectorMatrix.h)
+    VectorMatrix,   // dst = src (one f32 or bf16 row) times the packed weights in aux, plus the bias in the
+                    // first more source when given (VectorMatrix.h)
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;

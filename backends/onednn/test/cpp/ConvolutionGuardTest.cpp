@@ -114,7 +114,7 @@ Verdict run_with_an_infinity(
   return {};
 }
 
-// A layout in brief: padded dims, then the inner blocks as (axis x size).
+// A layout in brief: padded dims, then the inner blocks as axis:size.
 std::string layout_of(const memory::desc& desc) {
   std::string text;
   for (const int64_t dim : desc.get_padded_dims()) {

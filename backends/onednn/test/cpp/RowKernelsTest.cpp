@@ -330,9 +330,9 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
             v = uniform(generator);
           for (float& v : bias)
             v = uniform(generator);
-          const Row row = Row(bf16, row_values);
-          const Row weights = Row(bf16, weight_values);
-          const Row packed = Row(bf16, pack_columns(weights.values(), shape));
+          const Row row(bf16, row_values);
+          const Row weights(bf16, weight_values);
+          const Row packed(bf16, pack_columns(weights.values(), shape));
           const std::vector<float> x = row.values(), w = weights.values();
           // The threads' split points fall anywhere, also inside a group the kernel takes together.
           for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
@@ -376,8 +376,8 @@ TEST(VectorMatrix, NonFiniteValuesReachTheColumnsTheyTouch) {
       weights[4 * shape.n + 33] = kInf;  // column 33, a partial block
       weights[6 * shape.n + 20] = -kInf; // with the +inf below: inf - inf
       weights[7 * shape.n + 20] = kInf;
-      const Row packed = Row(bf16, pack_columns(weights, shape));
-      Row row = Row(bf16, row_values);
+      const Row packed(bf16, pack_columns(weights, shape));
+      Row row(bf16, row_values);
       Row dst(bf16, std::vector<float>(shape.n, 0.0f));
       vector_times_matrix(shape, {row.bytes.data(), packed.bytes.data(), nullptr, dst.bytes.data()}, 0, shape.blocks());
       std::vector<float> got = dst.values();
