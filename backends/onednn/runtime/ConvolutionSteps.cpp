@@ -188,6 +188,16 @@ bool reads_image_in_place(const StepRecord& step, GraphBuilder& graph, const Con
          shape.strides[1] >= 2 && !graph.is_view(src) && graph.stored(src) == graph.plain(src);
 }
 
+// Whether the int8 2-D convolution `step` with a 3x3 kernel reads an image's few channels (at most 4):
+// oneDNN 3.13.1 gives it its AMX brgemm kernel, whose tiles are 64 products deep where the image has
+// 27, while its AVX512-VNNI direct kernel (`jit_int8`, what 3.2 picked) is 1.3-2.7x faster there: AMX
+// Xeon, 2 threads, 3->16 and 3->32 channels at 224x224 with stride 2, 3->32 at 128x128 with stride 1.
+// A 7x7 stem has no such kernel and keeps AMX; on CPUs without AMX oneDNN's choice is kept (not measured).
+bool prefers_direct_int8_kernel(const StepRecord& step, const ConvolutionShape& shape, DataType type) {
+  return is_int8(type) && shape.src.size() == 4 && shape.src[1] <= 4 && step.int_scalar("groups") == 1 &&
+         shape.weights.size() == 4 && shape.weights[2] == 3 && shape.weights[3] == 3;
+}
+
 // Whether the f32 2-D 3x3 convolution of stride 1 `pd` (an fp32 one, or an int8 one computed in f32
 // on a CPU without VNNI) computes through Winograd (Winograd.h): as the backend option says, with
 // constant weights, channel counts that are multiples of the AVX2 width, enough output tiles, and the
@@ -315,7 +325,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
                       const memory::desc& weights,
                       const memory::desc& dst,
                       const dnnl::primitive_attr& attributes,
-                      bool keeps_non_finite) -> BuiltPrimitive {
+                      bool keeps_non_finite,
+                      const char* implementation) -> BuiltPrimitive {
     using Primitive = decltype(kind);
     typename Primitive::primitive_desc built(
         graph.engine(),
@@ -332,13 +343,19 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
         attributes);
     while (keeps_non_finite && spreads_non_finite(built, input_channel_axis) && built.next_impl()) {
     }
+    while (implementation != nullptr && std::string(built.impl_info_str()).rfind(implementation, 0) != 0) {
+      if (!built.next_impl()) {
+        throw dnnl::error(dnnl_unimplemented, implementation);
+      }
+    }
     return {Primitive(built), built};
   };
   auto build = [&](const memory::desc& src,
                    const memory::desc& weights,
                    const memory::desc& dst,
                    const dnnl::primitive_attr& attributes,
-                   bool keeps_non_finite = false) {
+                   bool keeps_non_finite = false,
+                   const char* implementation = nullptr) {
     return transposed ? describe(
                             dnnl::deconvolution_forward(),
                             dnnl::algorithm::deconvolution_direct,
@@ -346,7 +363,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
                             weights,
                             dst,
                             attributes,
-                            keeps_non_finite)
+                            keeps_non_finite,
+                            implementation)
                       : describe(
                             dnnl::convolution_forward(),
                             dnnl::algorithm::convolution_direct,
@@ -354,7 +372,8 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
                             weights,
                             dst,
                             attributes,
-                            keeps_non_finite);
+                            keeps_non_finite,
+                            implementation);
   };
   const BuiltPrimitive built = [&] {
     if (!transposed && !emulated && reads_image_in_place(step, graph, shape, type)) {
@@ -367,7 +386,16 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
         // No kernel reads this src plain: the channels-last one below.
       }
     }
-    return build(src_any, weights_any, dst_any, attr);
+    BuiltPrimitive chosen = build(src_any, weights_any, dst_any, attr);
+    if (!transposed && !emulated && prefers_direct_int8_kernel(step, shape, type) &&
+        std::string(chosen.second.impl_info_str()).find("amx") != std::string::npos) {
+      try {
+        return build(src_any, weights_any, dst_any, attr, false, "jit_int8");
+      } catch (const dnnl::error&) {
+        // Not offered for this shape: oneDNN's choice.
+      }
+    }
+    return chosen;
   }();
   const dnnl::primitive_desc& pd = built.second;
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn import OneDnnPartitioner, effective_isa
 from executorch.backends.onednn.ops import context
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.quantizer.onednn_quantizer import ACTIVATION
@@ -417,6 +417,35 @@ def test_int8_pooling_between_convolutions_runs_an_optimized_kernel() -> None:
     _, trace = execute_traced(lowered.buffer, example)
     poolings = [record for record in trace if record.primitive == "pooling"]
     assert poolings and not any(r.implementation.startswith(("ref", "simple")) for r in poolings), describe(trace)
+    assert_matches_converted(lowered, converted, example)
+
+
+class Int8Stem(nn.Module):
+    def __init__(self, kernel: int) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, kernel, 2, padding=kernel // 2)
+        self.next = nn.Conv2d(16, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.next(torch.relu(self.stem(x)))
+
+
+@pytest.mark.parametrize("kernel", [3, 7])
+def test_int8_image_stem_takes_the_direct_vnni_kernel_over_amx(kernel: int) -> None:
+    """oneDNN 3.13.1 gives an int8 3x3 convolution of an image's 3 channels its AMX brgemm kernel,
+    1.3-2.7x slower there than its AVX512-VNNI direct one (runtime/ConvolutionSteps.cpp,
+    prefers_direct_int8_kernel); a 7x7 stem has no direct kernel and keeps AMX."""
+    if "amx" not in effective_isa():
+        pytest.skip(f"the choice is made against AMX kernels only; oneDNN runs {effective_isa()} here")
+    example = (torch.randn(1, 3, 64, 64),)
+    converted = quantize(Int8Stem(kernel), example)
+    lowered = lower(Exported(converted), example)
+    _, trace = execute_traced(lowered.buffer, example)
+    (stem,) = [r for r in trace if r.primitive == "convolution" and r.problem.startswith("mb1_ic3oc16")]
+    if kernel == 3:
+        assert stem.implementation.startswith("jit_int8"), describe(trace)
+    else:
+        assert "amx" in stem.implementation, describe(trace)
     assert_matches_converted(lowered, converted, example)
 
 
