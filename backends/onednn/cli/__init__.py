@@ -3,6 +3,7 @@
 """The command line of the oneDNN delegate: `python -m executorch.backends.onednn` or `executorch-onednn`.
 
     executorch-onednn export resnet_small -o resnet.pte --precision bf16
+    executorch-onednn export-llm base.params=params.json base.checkpoint=model.pth model.use_kv_cache=True
     executorch-onednn run resnet.pte
     executorch-onednn bench resnet.pte            # or: bench --model resnet_small
     executorch-onednn inspect resnet.pte --html report.html
@@ -17,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import _bench, _export, _inspect, _run
+from . import _bench, _export, _export_llm, _inspect, _run
 from ._common import CliError
 
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export, run, time and inspect ExecuTorch programs delegated to oneDNN.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (_export, _run, _bench, _inspect):
+    for command in (_export, _export_llm, _run, _bench, _inspect):
         command.add_parser(subparsers)
     return parser
 

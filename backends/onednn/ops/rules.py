@@ -30,7 +30,7 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
-from ..serialization.shapes import SymDim, largest, same, same_dims, smallest
+from ..serialization.shapes import SymDim, is_read_from_data, largest, same, same_dims, smallest
 from ..serialization.step_kinds import COMMUTATIVE
 from .arguments import arg, bool_arg, float_arg, floats_arg, int_arg, ints_arg, list_arg, node_arg, str_arg
 from .context import (
@@ -899,13 +899,19 @@ def lower_getitem(ctx: LoweringContext, node: Node) -> None:
 
 # --- slicing: a reorder reading a block of the source ---------------------------------------------
 def emit_slice(ctx: LoweringContext, src: int, dim: int, start: int, length: int) -> int:
+    if any(isinstance(size, SymDim) and is_read_from_data(size) for size in (start, length)):
+        # The runtime reads every size from an input's dims; a value read from a tensor (`.item()`,
+        # e.g. a decode position) is in none of them.
+        raise Unsupported(f"slice at {start}, {length} long: a position read from tensor data")
     dims = list(ctx.dims(src))
     if same(start, 0) and same(length, dims[dim]):
         return src
     offsets = [0] * len(dims)
     offsets[dim], dims[dim] = start, length
     data = ctx.constant(src)
-    if data is not None:
+    # A block of a constant at a place known only at run time (a position table indexed by the decode
+    # position) is a step; a SymDim is an int, so narrow() would fold it at one size.
+    if data is not None and not isinstance(start, SymDim) and not isinstance(length, SymDim):
         return ctx.graph.add_constant(data.narrow(dim, start, length).contiguous(), ctx.dtype(src))
     block = ctx.new_value(tuple(dims), ctx.dtype(src))
     ctx.emit(StepKind.REORDER, [src], [block], {"offsets": offsets})

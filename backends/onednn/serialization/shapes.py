@@ -19,6 +19,7 @@ import operator
 from collections.abc import Callable, Sequence
 
 import sympy
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
 
 from .schema import MAX_SHAPE_CODE, MAX_SOLVED_RANGE, ShapeOp
@@ -136,6 +137,12 @@ def _pairs(a: int, b: int) -> list[tuple[int, ...]] | None:
     if not isinstance(a, SymDim) and not isinstance(b, SymDim):
         return None
     return _at_every_point([_expr(a), _expr(b)], {**_bounds(a), **_bounds(b)})
+
+
+def is_read_from_data(dim: SymDim) -> bool:
+    """Whether the size depends on a value read from a tensor's data (an unbacked symbol, `u0`, from
+    `.item()`), which no input dim can give."""
+    return any(free_unbacked_symbols(dim.expr))
 
 
 def same(a: int, b: int) -> bool:

@@ -47,6 +47,21 @@ def around(op: Callable[..., torch.Tensor], **modules: nn.Module) -> Callable[[]
     return lambda: Fn(lambda m, *xs: torch.tanh(op(m, *(torch.relu(x) for x in xs))), **modules)
 
 
+class TableAtPosition(nn.Module):
+    """A table read at a position taken from tensor data (`.item()`), as export_llm's rotary tables are
+    at the decode position: no input dim gives the runtime that position."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.randn(16, 8, generator=torch.Generator().manual_seed(0)))
+
+    def forward(self, x: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        start = position.item()
+        torch._check(start >= 0)
+        torch._check(start <= 15)
+        return torch.tanh(torch.relu(x) + self.table[start : start + 1])
+
+
 IMG = (1, 3, 8, 8)
 REFUSALS = [
     Refusal(
@@ -102,6 +117,13 @@ REFUSALS = [
         lambda: (torch.randn(4, 8), torch.arange(32).reshape(4, 8)),
         "aten::mul",
         "dtype torch.int64",
+    ),
+    Refusal(
+        "slice_at_a_position_read_from_data",
+        TableAtPosition,
+        lambda: (torch.randn(1, 8), torch.tensor([3])),
+        "aten::slice_copy",
+        "a position read from tensor data",
     ),
     Refusal(
         "selu_scale",
