@@ -15,7 +15,7 @@ from torch.fx import Node
 
 from ..serialization.schema import TORCH_TO_DTYPE, ArgReductionAlg, HostElementwiseAlg, StepKind
 from .arguments import arg, bool_arg, int_arg, list_arg, node_arg
-from .context import SUPPORTED_DTYPES, LoweringContext, Unsupported, fake_tensor
+from .context import SUPPORTED_DTYPES, LoweringContext, Unsupported, fake_tensor, same_sizes
 from .rules import OpRule, in_safe_softmax, lower_safe_softmax, match_safe_softmax, normalize_dim
 
 aten = torch.ops.aten
@@ -80,8 +80,8 @@ def lower_index_put(ctx: LoweringContext, node: Node) -> None:
     indices = [index for index in index_list[sliced:] if isinstance(index, Node)]
     if not indices or len(indices) != len(index_list) - sliced:
         raise Unsupported("index_put with a slice (None) after an index tensor, or without index tensors")
-    shapes = {tuple(fake_tensor(index).shape) for index in indices}
-    if len(shapes) != 1:
+    first = fake_tensor(indices[0]).shape  # SymInts do not hash: compared by expression
+    if not all(same_sizes(fake_tensor(index).shape, first) for index in indices[1:]):
         raise Unsupported("index_put with index tensors of different shapes")
     if fake_tensor(values).dtype != fake_tensor(x).dtype:
         raise Unsupported("index_put with values of another dtype")

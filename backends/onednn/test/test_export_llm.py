@@ -52,23 +52,26 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"folder": folder, "tokenizer": tokenizer, "model": model}
 
 
+@pytest.mark.parametrize("custom_sdpa", [True, False], ids=["llama_custom_sdpa", "sdpa_with_index_put_cache"])
 def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_runner(
-    checkpoint: dict[str, object],
+    checkpoint: dict[str, object], custom_sdpa: bool
 ) -> None:
+    """With `model.use_sdpa_with_kv_cache=False` the cache update is an index_put at the prompt's
+    positions (index tensors of a dynamic length), which the partitioner claims."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama:: ops of the .pte)
     from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
     folder: Path = checkpoint["folder"]  # type: ignore[assignment]
     tokenizer = checkpoint["tokenizer"]
     metadata = json.dumps({"get_bos_id": tokenizer.token_to_id("<s>"), "get_eos_ids": [tokenizer.token_to_id("</s>")]})
-    pte = folder / "model.pte"
+    pte = folder / f"model-{custom_sdpa}.pte"
     status = main(
         [
             "export-llm",
             f"base.params={folder / 'params.json'}",
             f"base.checkpoint={folder / 'model.pth'}",
             "model.use_kv_cache=True",
-            "model.use_sdpa_with_kv_cache=True",
+            f"model.use_sdpa_with_kv_cache={custom_sdpa}",
             "export.max_seq_length=64",
             "export.max_context_length=64",
             f"base.metadata='{metadata}'",  # quoted: a string, not a mapping, as export_llm takes it
