@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -265,6 +265,8 @@ def binary_rule(alg: BinaryAlg) -> OpRule:
                 floats = {"post_op_params": [-1.0, 0.0]}
         if not same_dims(ctx.dims(src0), out_dims):  # oneDNN broadcasts only the second operand
             src0 = emit_broadcast_copy(ctx, src0, node)
+        if broadcasts_between_kept_dims(left_pad(ctx.dims(src1), rank), out_dims):
+            src1 = emit_broadcast_copy(ctx, src1, node)
         ctx.emit(StepKind.BINARY, [src0, src1], [ctx.output(node)], {"alg": [alg], **post_ops}, floats)
 
     return OpRule(lower)
@@ -798,6 +800,19 @@ def lower_expand(ctx: LoweringContext, node: Node) -> None:
         ctx.alias(node, src)  # the consuming binary steps broadcast the unexpanded operand themselves
     else:
         emit_broadcast_copy(ctx, src, node, ctx.output(node))
+
+
+def broadcasts_between_kept_dims(src1: Sequence[int], dst: Sequence[int]) -> bool:
+    """Whether `src1` broadcasts a dim that lies between two dims it keeps (of size > 1), as a rotary
+    table [1, S, 1, D] does over a query's heads [1, S, H, D]: oneDNN has no jit binary kernel for that
+    pattern (its reference loop: 0.9 ms for 1x128x8x32 on the AMX Xeon), so the operand is copied to
+    full size first (microseconds). [N, 1, 1, W] against [N, C, H, W] is a pattern oneDNN has."""
+    # A dynamic dim counts as kept at every size, so that the decision is the same at all of them.
+    kept = [axis for axis, (a, b) in enumerate(zip(src1, dst)) if same(a, b) and (isinstance(b, SymDim) or b != 1)]
+    widened = [axis for axis, (a, b) in enumerate(zip(src1, dst)) if not same(a, b)]
+    if not kept or kept == [0, len(dst) - 1]:
+        return False
+    return any(kept[0] < axis < kept[-1] for axis in widened)
 
 
 def emit_broadcast_copy(ctx: LoweringContext, src: int, node: Node, dst: int | None = None) -> int:

@@ -728,3 +728,25 @@ def test_downsampling_image_stems_read_the_input_in_place_on_avx512(name: str) -
         assert not copies_of_input, describe(trace)
     else:
         assert not is_plain(src), describe(trace)
+
+
+# 7. a broadcast over a dim between two kept ones (a rotary table [1, S, 1, D] times a query [1, S, H, D]):
+# oneDNN has only its reference binary loop for it, so the table is copied to full size first
+# (ops/rules.py, broadcasts_between_kept_dims).
+class RotaryProduct(nn.Module):
+    def forward(self, query: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        return query * table - query.flip(-1) * (table + 1.0)
+
+
+def test_broadcast_between_kept_dims_runs_no_reference_binary_kernel() -> None:
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 16, 8, 32), torch.randn(1, 16, 1, 32))
+    model = RotaryProduct().eval()
+    with torch.no_grad():
+        expected = [model(*inputs)]
+    lowered = lower(model, inputs)
+    assert lowered.delegate_calls == 1, lowered.describe()
+    outputs, trace = execute_traced(lowered.buffer, inputs)
+    assert mismatch("rotary", outputs, expected, DEFAULT_TOLERANCE) is None
+    binaries = [r for r in trace if r.primitive == "binary"]
+    assert binaries and not any(r.implementation.startswith("ref") for r in binaries), describe(trace)
