@@ -170,4 +170,3 @@ def _activation(graph: Graph, chain: list[int], root: int) -> tuple[EltwiseAlg, 
         if bool(((result - expected).abs() <= tolerance * (1 + expected.abs())).all()):
             return activation
     return None
-

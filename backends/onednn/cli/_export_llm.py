@@ -16,6 +16,9 @@ from typing import Any
 from ._common import CliError, Stage
 
 PRECISIONS = ("fp32", "bf16")
+# torchao's affine quantization of the linear layers (ops/affine.py): int8 rows x int4 or int8 weights,
+# or int4 weights under f32 (or bf16) rows.
+QMODES = ("8da4w", "8da8w", "4w")
 # Other backends' switches: export-llm is the backend choice.
 OTHER_BACKENDS = ("xnnpack", "coreml", "vulkan", "qnn", "mps", "openvino", "tosa", "ethosu", "vgf", "mlx")
 
@@ -66,10 +69,15 @@ def check_supported(llm_config: Any) -> None:
     if enabled:
         raise CliError(f"backend.{enabled[0]}.enabled=True: export-llm lowers to oneDNN; drop that override")
     quantization = llm_config.quantization
-    if quantization.qmode or quantization.pt2e_quantize or quantization.embedding_quantize:
+    if quantization.qmode and quantization.qmode not in QMODES:
         raise CliError(
-            "quantization (qmode, pt2e_quantize, embedding_quantize) is not supported by export-llm yet: "
-            "export in fp32 or with --precision bf16"
+            f"quantization.qmode={quantization.qmode} is not supported by export-llm yet: "
+            f"use one of {', '.join(QMODES)}"
+        )
+    if quantization.pt2e_quantize or quantization.embedding_quantize:
+        raise CliError(
+            "quantization.pt2e_quantize and quantization.embedding_quantize are not supported by export-llm yet: "
+            f"quantize the linear layers with quantization.qmode ({', '.join(QMODES)})"
         )
     if llm_config.multimethod.enabled:
         raise CliError("multimethod exports are not supported by export-llm yet")

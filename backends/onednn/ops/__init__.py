@@ -10,6 +10,7 @@ from torch.fx import Node
 
 from ..serialization.payload import Graph
 from ..serialization.schema import StepKind
+from .affine import AFFINE_RULES
 from .composite import COMPOSITE_KEEP_WHOLE, COMPOSITE_RULES
 from .context import (
     HOST_DTYPES,
@@ -30,6 +31,7 @@ RULE_TABLES: dict[str, dict[object, OpRule]] = {
     "rules.py": _PRIMITIVE_RULES,
     "composite.py": COMPOSITE_RULES,
     "indexing.py": INDEXING_RULES,
+    "affine.py": AFFINE_RULES,  # keyed by op name: torchao's ops exist only once torchao is imported
 }
 
 
@@ -55,7 +57,11 @@ __all__ = ["KEEP_WHOLE", "OP_RULES", "OpRule", "Unsupported", "lower_program", "
 def rule_for(node: Node) -> OpRule | None:
     if node.op != "call_function":
         return None
-    return OP_RULES.get(aten_op(node.target))
+    op = aten_op(node.target)
+    rule = OP_RULES.get(op)
+    if rule is None and isinstance(op, torch._ops.OpOverload):
+        rule = OP_RULES.get(op.name())
+    return rule
 
 
 def is_folded_constant(ep: ExportedProgram, node: Node) -> bool:
@@ -63,8 +69,10 @@ def is_folded_constant(ep: ExportedProgram, node: Node) -> bool:
     return node.op == "call_function" and constant_evaluator(ep).evaluate(node) is not None
 
 
-def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
-    """Why the runtime cannot run this node exactly as exported; None when it can."""
+def unsupported_reason(ep: ExportedProgram, node: Node, every_size: bool = True) -> str | None:
+    """Why the runtime cannot run this node exactly as exported; None when it can. `every_size=False`
+    checks the largest sizes only: before to_edge, a prompt length exported with Dim(min=1) still
+    ranges from 0."""
     if is_folded_constant(ep, node):
         value = constant_evaluator(ep).evaluate(node)
         if isinstance(value, torch.Tensor) and value.dtype in SUPPORTED_DTYPES:
@@ -82,7 +90,7 @@ def unsupported_reason(ep: ExportedProgram, node: Node) -> str | None:
             return reason
     try:
         rule.lower(LoweringContext(ep), node)
-        if _is_dynamic(node):  # the payload must hold at every size: try the smallest the range promises
+        if every_size and _is_dynamic(node):  # the payload must hold at every size: try the smallest the range promises
             rule.lower(LoweringContext(ep, bound="min", size_one=False), node)
     except Unsupported as error:
         return str(error)

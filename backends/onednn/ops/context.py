@@ -95,6 +95,8 @@ def _is_quantize(node: Node) -> bool:
 # Subgraphs computing constants (a causal mask from arange/where, ...) are folded ahead of time up to
 # this many bytes per folded tensor.
 MAX_FOLDED_BYTES = 64 << 20
+# Dequantized weights are never folded: the step reading them keeps them compressed (ops/affine.py).
+KEPT_COMPRESSED = frozenset({"torchao::dequantize_affine"})
 
 
 class ConstantEvaluator:
@@ -139,6 +141,8 @@ class ConstantEvaluator:
             return None
         op = aten_op(node.target)
         if isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags:
+            return None
+        if isinstance(op, torch._ops.OpOverload) and op.name() in KEPT_COMPRESSED:
             return None
         evaluated = {arg: self.results[arg] for arg in node.all_input_nodes}
         if any(value is None for value in evaluated.values()):

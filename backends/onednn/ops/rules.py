@@ -55,6 +55,9 @@ class OpRule:
     compute: bool = True
     # Constraints on how the result is used, e.g. "only output 0 of a multi-output op".
     users_ok: Callable[[Node, Callable[[Node], bool]], str | None] | None = None
+    # Lowers to no value: a pattern's inner node that its users' lowering reads through (getitem of it
+    # lowers to nothing as well).
+    pattern_member: bool = False
 
 
 def spatial(values: object, count: int, name: str) -> list[int]:
@@ -476,6 +479,10 @@ def emit_matmul(ctx: LoweringContext, node: Node, a: object, b: object, bias: ob
 
 
 def lower_linear(ctx: LoweringContext, node: Node) -> None:
+    from .affine import emit_compressed_linear  # affine.py builds on this module's OpRule
+
+    if emit_compressed_linear(ctx, node, node.args[0], node.args[1], arg(node, 2, "bias")):
+        return
     emit_matmul(ctx, node, node.args[0], node.args[1], arg(node, 2, "bias"), transpose_b=True)
 
 
@@ -900,10 +907,14 @@ def lower_getitem(ctx: LoweringContext, node: Node) -> None:
         raise Unsupported("getitem of a non-tensor result")
     if source not in ctx.node_values and source not in ctx.multi_values:
         # Checked on its own: it is supported when its source lowers.
-        rule = OP_RULES.get(aten_op(source.target))
+        from . import rule_for  # every table's rules, merged in __init__.py
+
+        rule = rule_for(source)
         if rule is None:
             raise Unsupported(f"getitem of {source.target}")
         rule.lower(ctx, source)
+        if rule.pattern_member:
+            return
     if source in ctx.multi_values:
         ctx.alias(node, ctx.multi_values[source][index])
     elif index == 0:

@@ -188,7 +188,7 @@ class OneDnnPartitioner(Partitioner):
     def ops_to_not_decompose(
         self, ep: ExportedProgram
     ) -> tuple[list[torch._ops.OpOverload], Callable[[Node], bool] | None]:
-        return list(KEEP_WHOLE), lambda node: unsupported_reason(ep, node) is None
+        return list(KEEP_WHOLE), lambda node: unsupported_reason(ep, node, every_size=False) is None
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         support = _OneDnnSupport(exported_program)

@@ -417,6 +417,11 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       });
       return Error::Ok;
     }
+    case HostLoop::Kind::QuantizeRowsAffine:
+    case HostLoop::Kind::DequantizeRowsAffine:
+    case HostLoop::Kind::Int4VectorMatrix:
+    case HostLoop::Kind::ZeroPointTerms:
+      return run_affine_step(step, source, target, aux);
     case HostLoop::Kind::ReduceExtremum:
       reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;
@@ -428,6 +433,73 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       return Error::Ok;
   }
   return Error::Internal; // unreachable: every kind is handled above
+}
+
+// torchao's affine quantization (COMPRESSED_MATMUL): each row's scale and zero point live in aux
+// [2, rows], the scales first (oneDNN reads them as per-row src scales), the zero points as int32 after.
+Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* source, void* target, void* aux) {
+  const HostLoop& loop = step.host;
+  const size_t rows = loop.kind == HostLoop::Kind::Int4VectorMatrix ? 1 : loop.outer;
+  auto* scales = static_cast<float*>(aux);
+  auto* zero_points = reinterpret_cast<int32_t*>(scales + rows);
+  const auto split = [&](size_t extent, runtime::FunctionRef<void(size_t, size_t)> run) {
+    parallel_chunks(rows, std::max<size_t>(1, 16384 / std::max<size_t>(1, extent)), run);
+  };
+  switch (loop.kind) {
+    case HostLoop::Kind::QuantizeRowsAffine:
+      split(loop.extent, [&](size_t begin, size_t end) {
+        quantize_rows_affine_int8(
+            static_cast<const float*>(source),
+            rows,
+            loop.extent,
+            static_cast<int8_t*>(target),
+            scales,
+            zero_points,
+            begin,
+            end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::DequantizeRowsAffine:
+      split(loop.extent, [&](size_t begin, size_t end) {
+        const auto* q = static_cast<const int8_t*>(source);
+        auto* dst = static_cast<float*>(target);
+        for (size_t r = begin; r < end; ++r) {
+          for (size_t i = r * loop.extent; i < (r + 1) * loop.extent; ++i) {
+            dst[i] = static_cast<float>(int32_t{q[i]} - zero_points[r]) * scales[r];
+          }
+        }
+      });
+      return Error::Ok;
+    case HostLoop::Kind::ZeroPointTerms: {
+      const auto* params = static_cast<const float*>(source);
+      const auto* row_zero_points = reinterpret_cast<const int32_t*>(params + rows);
+      split(loop.extent, [&](size_t begin, size_t end) {
+        subtract_zero_point_terms(
+            static_cast<float*>(target), rows, loop.extent, params, row_zero_points, scales, begin, end);
+      });
+      return Error::Ok;
+    }
+    case HostLoop::Kind::Int4VectorMatrix: {
+      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
+      Int4RowOperands operands;
+      operands.q = static_cast<const int8_t*>(source);
+      operands.row_scale = scales[0];
+      operands.zero_point = zero_points[0];
+      operands.weights = static_cast<const uint8_t*>(handle(0));
+      operands.scales = static_cast<const float*>(handle(1));
+      operands.terms = static_cast<const float*>(handle(2));
+      operands.bias = step.host_sources.size() > 3 ? static_cast<const float*>(handle(3)) : nullptr;
+      operands.dst = static_cast<float*>(target);
+      const Int4MatrixShape& shape = loop.int4;
+      parallel_chunks(
+          shape.n, std::max<size_t>(16, 65536 / std::max<size_t>(1, shape.k)), [&](size_t begin, size_t end) {
+            int4_vector_matrix(shape, operands, begin, end);
+          });
+      return Error::Ok;
+    }
+    default:
+      return Error::Internal;
+  }
 }
 
 } // namespace executorch::backends::onednn

@@ -91,6 +91,7 @@ class CompiledGraph {
     size_t host_dst_count = 0;
   };
   static runtime::Error run_host_step(const PreparedStep& step);
+  static runtime::Error run_affine_step(const PreparedStep& step, const void* source, void* target, void* aux);
   // Whether the NaN guards take their exact paths for these arguments.
   bool needs_exact_paths(runtime::Span<runtime::EValue*> args) const;
   // A memory object whose data handle is the tensor at args[arg_index].

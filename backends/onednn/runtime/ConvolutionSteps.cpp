@@ -37,19 +37,6 @@ bool emulates_int8(GraphBuilder& graph, uint32_t src) {
   return is_int8(graph.data_type(src)) && !int8_products_exact();
 }
 
-DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
-  if (is_int8(graph.data_type(src))) {
-    return emulates_int8(graph, src) ? DataType::f32 : graph.data_type(src);
-  }
-  if (graph.compute_in_f32()) {
-    return DataType::f32;
-  }
-  return graph.asks_bf16(step) || graph.data_type(src) == DataType::bf16 ||
-                 graph.data_type(step.outputs[0]) == DataType::bf16
-             ? DataType::bf16
-             : DataType::f32;
-}
-
 // The int8 bytes of `source` dequantized by `quantization`'s src scale and zero point into f32 scratch
 // in the layout `wanted` (one reorder converts, scales and changes the layout).
 BufferId dequantized(
@@ -449,6 +436,19 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
 }
 
 } // namespace
+
+DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
+  if (is_int8(graph.data_type(src))) {
+    return emulates_int8(graph, src) ? DataType::f32 : graph.data_type(src);
+  }
+  if (graph.compute_in_f32()) {
+    return DataType::f32;
+  }
+  return graph.asks_bf16(step) || graph.data_type(src) == DataType::bf16 ||
+                 graph.data_type(step.outputs[0]) == DataType::bf16
+             ? DataType::bf16
+             : DataType::f32;
+}
 
 void build_convolution(const StepRecord& step, GraphBuilder& graph) {
   build_convolution_like(step, graph, false);

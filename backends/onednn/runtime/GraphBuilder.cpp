@@ -149,7 +149,7 @@ std::shared_ptr<runtime::FreeableBuffer> GraphBuilder::load_constant(uint32_t id
     shared_->constants.resize(payload_.values.size());
     shared_->constants[id] = bytes;
   }
-  const size_t expected = static_cast<size_t>(element_count(record.dims)) * memory::data_type_size(data_type(id));
+  const size_t expected = plain_desc(dims(id), data_type(id)).get_size(); // sub-byte types packed
   ODNN_CHECK(
       bytes->size() == expected,
       "constant value %u (key '%s'): %zu bytes, expected %zu for dims %s",
@@ -400,7 +400,8 @@ std::string GraphBuilder::event_name(const RecordedStep& step) const {
   name += "#" + std::to_string(step.origin);
   if (!step.primitive) {
     // A host loop that is the step's whole product takes the step's name, as its primitive would.
-    const bool whole_step = kind == StepKind::HostElementwise || step.host.kind == HostLoop::Kind::VectorMatrix;
+    const bool whole_step = kind == StepKind::HostElementwise || step.host.kind == HostLoop::Kind::VectorMatrix ||
+                            step.host.kind == HostLoop::Kind::Int4VectorMatrix;
     return whole_step ? name : name + ".host";
   }
   // A reorder is the work of a REORDER step and of a RESHAPE that copies, a conversion elsewhere.

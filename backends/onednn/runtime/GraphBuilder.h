@@ -98,6 +98,8 @@ class GraphBuilder {
         return DataType::s8;
       case DType::U8:
         return DataType::u8;
+      case DType::S4:
+        return DataType::s4;
       case DType::S32:
         return DataType::s32;
       default:
@@ -196,6 +198,10 @@ class GraphBuilder {
     define_as(id, alias(buffer(source), view));
   }
   BufferId scratch(const memory::desc& desc);
+  // A constant value's bytes as the program holds them, read while building (loaded on first use).
+  const void* constant_data(uint32_t id) {
+    return program_bytes(root(buffer(id)));
+  }
   // A constant made at init from `desc.get_size()` bytes at `data` (copied).
   BufferId owned_constant(const memory::desc& desc, const void* data);
   const memory::desc& buffer_desc(BufferId id) const {

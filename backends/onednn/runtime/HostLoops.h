@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "IndexKernels.h"
+#include "Int4VectorMatrix.h"
 #include "NanKernels.h"
 #include "RowKernels.h"
 #include "VectorMatrix.h"
@@ -47,6 +48,14 @@ struct HostLoop {
                     // the first more source when given
     VectorMatrix,   // dst = src (one f32 or bf16 row) times the packed weights in aux, plus the bias in the
                     // first more source when given (VectorMatrix.h)
+    // torchao's per-row int8 quantization (Int4VectorMatrix.h): `outer` rows of `extent` f32 values
+    // in src into s8 dst, each row's scale (f32) and zero point (int32) into aux [2, outer].
+    QuantizeRowsAffine,
+    DequantizeRowsAffine, // dst (f32) = (src (s8) - zero point) * scale, per row, aux as QuantizeRowsAffine wrote it
+    // dst = the quantized row in src (aux: its scale and zero point) times int4 weights: the more
+    // sources are the weights, their group scales, the column terms and the bias when given.
+    Int4VectorMatrix,
+    ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (src, as aux above) * aux[column]
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -75,6 +84,7 @@ struct HostLoop {
   ExtremumReduction extremum;      // ReduceExtremum
   WinogradShape winograd;          // WinogradInput, WinogradOutput
   VectorMatrixShape vector_matrix; // VectorMatrix
+  Int4MatrixShape int4;            // Int4VectorMatrix
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs

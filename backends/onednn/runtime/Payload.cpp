@@ -297,10 +297,11 @@ void validate_graph(const Payload& payload) {
     const ValueRecord& value = payload.values[id];
     const auto dtype = static_cast<DType>(value.dtype);
     const bool executed = dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::S8 || dtype == DType::U8 ||
-                          dtype == DType::S64 || dtype == DType::Bool;
+                          dtype == DType::S64 || dtype == DType::Bool || dtype == DType::S4;
     if (!executed) {
       fail(Error::NotSupported, "value %u: dtype %s not supported by this runtime", id, dtype_name(value.dtype));
     }
+    ODNN_CHECK(dtype != DType::S4 || value.is_constant, "value %u: S4 values are constants only", id);
     if (value.is_constant) {
       source[id] = Source::Constant;
     }

@@ -29,8 +29,9 @@ inline constexpr uint32_t kMaxAttributeCount = 1u << 20; // per-channel scales o
 
 // S64 and BOOL values are read and written only by the host index steps (is_host_index_step): oneDNN's
 // CPU primitives do not compute on them.
-enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5, S64 = 6, Bool = 7 };
-inline constexpr uint8_t kNumDTypes = 8;
+// S4: constants only, two values a byte along the last dim (low nibble first).
+enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2, S32 = 3, S8 = 4, U8 = 5, S64 = 6, Bool = 7, S4 = 8 };
+inline constexpr uint8_t kNumDTypes = 9;
 
 // Where a value's bytes may stay (set ahead of time by _passes/plan_layouts.py): in the layout its
 // producing primitive picks on this CPU, or plain.
@@ -83,8 +84,9 @@ enum class StepKind : uint32_t {
   Gather = 21,
   HostElementwise = 22,
   IndexPut = 23,
+  CompressedMatmul = 24,
 };
-inline constexpr uint32_t kNumStepKinds = 24; // codes 1..23; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 25; // codes 1..24; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -185,6 +187,7 @@ inline constexpr CodeRow<StepKind, StepSignature> kStepSignatures[] = {
     {StepKind::Gather, {"GATHER", 2, 2, false, false, 1, true}},
     {StepKind::HostElementwise, {"HOST_ELEMENTWISE", 2, 3, false, false, 1, true}},
     {StepKind::IndexPut, {"INDEX_PUT", 3, 3, true, false, 1, true}},
+    {StepKind::CompressedMatmul, {"COMPRESSED_MATMUL", 3, 5, false, false, 1, false}},
 };
 static_assert(covers_codes(kStepSignatures, 1, kNumStepKinds), "one signature per StepKind (code 0 is unused)");
 
@@ -217,6 +220,7 @@ inline const char* dtype_name(uint8_t code) {
       {DType::U8, "U8"},
       {DType::S64, "S64"},
       {DType::Bool, "BOOL"},
+      {DType::S4, "S4"},
   };
   static_assert(covers_codes(kNames, 0, kNumDTypes), "dtype_name needs one row per DType");
   const char* const* name = find_code(kNames, code);

@@ -39,6 +39,7 @@ constexpr CodeRow<StepKind, StepBuilderFn> kStepBuilders[] = {
     {StepKind::Gather, build_gather},
     {StepKind::HostElementwise, build_host_elementwise},
     {StepKind::IndexPut, build_index_put},
+    {StepKind::CompressedMatmul, build_compressed_matmul},
 };
 static_assert(covers_codes(kStepBuilders, 1, kNumStepKinds), "one builder per StepKind (code 0 is unused)");
 

@@ -42,6 +42,11 @@ void build_arg_reduction(const StepRecord& step, GraphBuilder& graph);
 void build_gather(const StepRecord& step, GraphBuilder& graph);
 void build_host_elementwise(const StepRecord& step, GraphBuilder& graph);
 void build_index_put(const StepRecord& step, GraphBuilder& graph);
+void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph);
+
+// The type a convolution or matmul computes in: its int8 src's (f32 where oneDNN's int8 products would
+// saturate), else bf16 when its activation or result is bf16 or the step asks for it, else f32.
+DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src);
 
 // ---- helpers shared by the builders ----
 

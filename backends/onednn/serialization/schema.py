@@ -31,6 +31,9 @@ class DType(IntEnum):
     # Only the host index steps (HOST_INDEX_STEPS) may read and write these: oneDNN's CPU primitives do not take them.
     S64 = 6
     BOOL = 7
+    # Constants only: signed 4-bit weights, two per byte along the last dim (low nibble first); the
+    # value's dims are the logical ones.
+    S4 = 8
 
 
 class Layout(IntEnum):
@@ -102,6 +105,7 @@ class StepKind(IntEnum):
     GATHER = 21
     HOST_ELEMENTWISE = 22
     INDEX_PUT = 23
+    COMPRESSED_MATMUL = 24
 
 
 class EltwiseAlg(IntEnum):

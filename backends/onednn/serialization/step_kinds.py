@@ -96,6 +96,9 @@ STEP_KINDS: dict[StepKind, StepKindRow] = {
     StepKind.GATHER: StepKindRow(LayoutRole.WRITES_PLAIN, follows_input_dtype=True, host_index=True),
     StepKind.HOST_ELEMENTWISE: StepKindRow(LayoutRole.WRITES_PLAIN, host_index=True),
     StepKind.INDEX_PUT: StepKindRow(LayoutRole.WRITES_PLAIN, host_index=True),
+    # Weights kept compressed (s4/s8 with grouped scales); under bf16 the activations turn bf16 and the
+    # weights are decompressed to bf16 inside the kernel.
+    StepKind.COMPRESSED_MATMUL: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True, computes_in_bf16=True),
 }
 
 

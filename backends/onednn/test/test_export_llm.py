@@ -100,7 +100,8 @@ def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["quantization.qmode=8da4w"], "not supported by export-llm yet"),
+        (["quantization.qmode=int8"], "not supported by export-llm yet"),
+        (["quantization.embedding_quantize=4,32"], "not supported by export-llm yet"),
         (["backend.xnnpack.enabled=True"], "export-llm lowers to oneDNN"),
         (["model.no_such_option=1"], "not an LlmConfig"),
         (["model.use_kv_cache"], "KEY=VALUE"),
@@ -112,3 +113,53 @@ def test_export_llm_refuses_what_it_cannot_do_in_one_line(
     assert main(["export-llm", *overrides]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0], error
+
+
+@pytest.mark.parametrize(("qmode", "group"), [("8da4w", 32), ("4w", 64)])
+def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quantized_model(
+    checkpoint: dict[str, object], qmode: str, group: int
+) -> None:
+    """export_llm's own quantization of the linear layers: every linear becomes one COMPRESSED_MATMUL
+    with 4-bit weights, and the prompt's logits follow the eager quantized model (export_llm's pipeline
+    without lowering). A row quantized to int8 moves by a step when an ulp moves it across a rounding
+    boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding (single layers are
+    checked exactly in test_affine_quantization.py); the greedy next token is the same."""
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+    from executorch.backends.onednn.cli._export_llm import read_config
+    from executorch.backends.onednn.serialization.payload import deserialize
+    from executorch.backends.onednn.serialization.schema import DType, StepKind
+    from executorch.examples.models.llama import export_llama_lib as llama
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.runtime import Runtime
+
+    folder: Path = checkpoint["folder"]  # type: ignore[assignment]
+    pte = folder / f"model-{qmode}.pte"
+    overrides = [
+        f"base.params={folder / 'params.json'}",
+        f"base.checkpoint={folder / 'model.pth'}",
+        "model.use_kv_cache=True",
+        "export.max_seq_length=64",
+        "export.max_context_length=64",
+        f"quantization.qmode={qmode}",
+        f"quantization.group_size={group}",
+    ]
+    assert main(["export-llm", *overrides, f"export.output_name={pte}"]) == 0
+
+    program = deserialize_pte_binary(pte.read_bytes()).program
+    payloads = [deserialize(data.data) for data in program.backend_delegate_data]
+    steps = [step for payload in payloads for step in payload.steps]
+    linears = [step for step in steps if step.kind == StepKind.COMPRESSED_MATMUL]
+    layers = 2  # q, k, v, o and the three of the MLP per layer, and the output projection
+    assert len(linears) == 7 * layers + 1
+    stored = {payload.values[step.inputs[1]].dtype for payload in payloads for step in payload.steps if step in linears}
+    assert stored == {DType.S4}
+    manager = llama._prepare_for_llama_export(read_config(None, overrides))
+    reference = manager.export().pre_autograd_graph_module
+    tokens = torch.tensor([[1, 4, 2, 7, 3, 5]])
+    with torch.no_grad():
+        expected = reference(tokens, {"input_pos": torch.tensor([0])})
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    method = Runtime.get().load_program(str(pte)).load_method("forward")
+    (actual,) = method.execute([tokens, torch.tensor([0])])
+    assert float((actual - expected).abs().max() / expected.abs().max()) < 3e-2
+    assert int(actual.argmax()) == int(expected.argmax())

@@ -165,4 +165,3 @@ def test_torch_threads_sets_torchs_count_inside_the_block_and_restores_it() -> N
     with pytest.raises(KeyError), torch_threads(1):
         raise KeyError("inside")
     assert torch.get_num_threads() == previous
-

@@ -1,0 +1,200 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
+"""torchao's affine quantization around linear layers (export_llm's `quantization.qmode` 8da4w, 4w and
+int8): one COMPRESSED_MATMUL step each, its weights kept as quantized.
+
+    W = dequantize_affine(Wq, [1, G], scales, zero_points, int8, qmin, qmax)    Wq constant [N, K]
+    linear(x, W, bias)                 ->  COMPRESSED_MATMUL(x, Wq, scales, bias[, zero_points])
+
+and with the activations quantized per row at run time (8da4w):
+
+    s, z = choose_qparams_affine(x, ASYMMETRIC, [1, .., 1, K], int8, -128, 127)
+    x' = dequantize_affine(quantize_affine(x, [1, .., K], s, z, ...), [1, .., K], s, z, ...)
+    linear(x', W, bias)                ->  COMPRESSED_MATMUL(x, ...; quantize_rows=1)
+
+Weights of range [-8, 7] are stored as S4 (two per byte), others as S8. The activation chain's nodes
+lower to nothing: the step quantizes the rows itself, as torchao's ops do (runtime/Int4VectorMatrix.h).
+The ops are matched by name, so that importing the delegate does not import torchao.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.fx import Node
+
+from ..serialization.schema import DType, StepKind
+from .context import LoweringContext, Unsupported, aten_op
+from .rules import OpRule
+
+DEQUANTIZE = "torchao::dequantize_affine"
+QUANTIZE = "torchao::quantize_affine"
+CHOOSE_QPARAMS = "torchao::choose_qparams_affine"
+WEIGHT_RANGES = {(-8, 7): DType.S4, (-128, 127): DType.S8, (-127, 127): DType.S8}
+ROW_RANGE = (-128, 127)
+
+
+def op_name(node: object) -> str | None:
+    if not isinstance(node, Node) or node.op != "call_function":
+        return None
+    op = aten_op(node.target)
+    return op.name() if isinstance(op, torch._ops.OpOverload) else None
+
+
+def is_affine(node: object, name: str) -> bool:
+    return op_name(node) == name
+
+
+def _arg(node: Node, index: int, name: str, default: object = None) -> object:
+    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+
+
+# --- compressed weights ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompressedWeights:
+    dtype: DType  # S4 or S8
+    group: int  # along K
+    values: torch.Tensor  # int8 [N, K]
+    scales: torch.Tensor  # f32 [N, K / group]
+    zero_points: torch.Tensor | None  # int [N, K / group]; None when all zero
+
+
+def compressed_weight(ctx: LoweringContext, w: object) -> CompressedWeights | None:
+    """A dequantize_affine of constant weights grouped along K, or None when `w` is not one."""
+    if not is_affine(w, DEQUANTIZE):
+        return None
+    names = ("input", "block_size", "scale", "zero_point")
+    data, block, scales, zero_points = (_arg(w, index, name) for index, name in enumerate(names))
+    input_dtype = _arg(w, 4, "input_dtype")
+    quant_range = (_arg(w, 5, "quant_min"), _arg(w, 6, "quant_max"))
+    output_dtype = w.kwargs.get("output_dtype", torch.float32)
+    tensors = [ctx.constant_node_data(n) for n in (data, scales)]
+    zeros = None if zero_points is None else ctx.constant_node_data(zero_points)
+    if any(t is None for t in tensors) or (zero_points is not None and zeros is None):
+        return None
+    values, group_scales = tensors
+    if input_dtype != torch.int8 or values.dtype != torch.int8 or values.dim() != 2 or quant_range not in WEIGHT_RANGES:
+        raise Unsupported(f"{w.name}: weights of {input_dtype} in {list(quant_range)} (int8 or int4 values only)")
+    n, k = values.shape
+    if not isinstance(block, (list, tuple)) or len(block) != 2 or block[0] != 1 or k % block[1]:
+        raise Unsupported(f"{w.name}: block size {block} is not one group of a row dividing {k}")
+    group = int(block[1])
+    if group_scales.dtype != torch.float32 or tuple(group_scales.shape) != (n, k // group):
+        raise Unsupported(f"{w.name}: scales of {group_scales.dtype} {tuple(group_scales.shape)}, not f32 [N, K/G]")
+    if output_dtype not in (torch.float32, torch.bfloat16):
+        raise Unsupported(f"{w.name}: dequantized to {output_dtype}")
+    dtype = WEIGHT_RANGES[quant_range]
+    if dtype == DType.S4 and (k % 2 or group % 2):
+        raise Unsupported(f"{w.name}: 4-bit weights need an even row length and group size")
+    if zeros is not None:
+        if zeros.dtype not in (torch.int8, torch.int32) or tuple(zeros.shape) != (n, k // group):
+            raise Unsupported(f"{w.name}: zero points of {zeros.dtype} {tuple(zeros.shape)}")
+        if not torch._subclasses.fake_tensor.is_fake(zeros) and not bool(zeros.any()):
+            zeros = None  # symmetric: the kernels then skip them
+    return CompressedWeights(dtype, group, values, group_scales, zeros)
+
+
+def pack_int4(values: torch.Tensor) -> torch.Tensor:
+    """[N, K] values in [-8, 7] as [N, K/2] bytes, element 2i in the low nibble of byte i."""
+    nibbles = values.to(torch.uint8) & 0x0F
+    return nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
+
+
+# --- the activation chain --------------------------------------------------------------------------
+def quantized_rows_source(x: object) -> Node | None:
+    """The activation `a` of an 8da4w chain ending in `x`: dequantize_affine(quantize_affine(a, ...)) with
+    the parameters choose_qparams_affine picked for each row of `a` (asymmetric int8, torchao's default
+    eps), or None."""
+    if not is_affine(x, DEQUANTIZE) or not is_affine(x.args[0], QUANTIZE):
+        return None
+    quantize = x.args[0]
+    source, _block, scale, zero_point = quantize.args[:4]
+    if not all(isinstance(n, Node) for n in (source, scale, zero_point)) or scale.args[0] is not zero_point.args[0]:
+        return None
+    choose = scale.args[0]
+    if not is_affine(choose, CHOOSE_QPARAMS) or choose.args[0] is not source:
+        return None
+    if (scale.args[1], zero_point.args[1]) != (0, 1):
+        return None
+    value = source.meta.get("val")
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.float32:
+        return None  # torchao picks bf16 scales for bf16 rows; the runtime computes them in f32
+    row = [1] * (value.dim() - 1) + [value.shape[-1]]
+    int8_rows = (torch.int8, *ROW_RANGE)
+    if str(choose.args[1]).split(".")[-1] != "ASYMMETRIC" or tuple(choose.args[3:6]) != int8_rows:
+        return None
+    if any(argument is not None for argument in choose.args[6:8]):  # eps, scale dtype
+        return None
+    if tuple(quantize.args[4:7]) != int8_rows or tuple(x.args[2:7]) != (scale, zero_point, *int8_rows):
+        return None
+    if any(list(node.args[index]) != row for node, index in ((choose, 2), (quantize, 1), (x, 1))):
+        return None
+    return None if x.kwargs.get("output_dtype", torch.float32) != torch.float32 else source
+
+
+def emit_compressed_linear(ctx: LoweringContext, node: Node, a: object, w: object, bias: object) -> bool:
+    """linear(a, dequantize_affine(constant weights)) as one COMPRESSED_MATMUL; False when `w` is not
+    compressed weights."""
+    weights = compressed_weight(ctx, w)
+    if weights is None:
+        return False
+    dtype, values, zeros = weights.dtype, weights.values, weights.zero_points
+    source = quantized_rows_source(a)
+    src = ctx.value(source if source is not None else a)
+    if ctx.dtype(src) not in (DType.F32, DType.BF16):
+        raise Unsupported(f"{node.name}: activations of {ctx.dtype(src).name}")
+    if ctx.dims(src)[-1] != values.shape[1]:
+        raise Unsupported(f"{node.name}: rows of {ctx.dims(src)[-1]} against weights of {values.shape[1]}")
+    stored = ctx.graph.add_value(dtype, tuple(values.shape))
+    ctx.graph.constant_data[stored] = pack_int4(values) if dtype == DType.S4 else values.contiguous()
+    inputs = [src, stored, ctx.graph.add_constant(weights.scales, DType.F32), ctx.optional_value(bias)]
+    if zeros is not None:
+        inputs.append(ctx.graph.add_constant(zeros.to(torch.int8), DType.S8))
+    ints = {"group_size": [weights.group], "quantize_rows": [int(source is not None)]}
+    ctx.emit(StepKind.COMPRESSED_MATMUL, inputs, [ctx.output(node)], ints)
+    return True
+
+
+# --- the rules: the chain and the weights lower to nothing, their linear reads through them -------------
+def _linear_reads_compressed(user: Node, through: Node) -> bool:
+    return (
+        aten_op(user.target) == torch.ops.aten.linear.default
+        and is_affine(user.args[1], DEQUANTIZE)
+        and (user.args[1] is through or user.args[0] is through)
+    )
+
+
+def lower_dequantize_affine(ctx: LoweringContext, node: Node) -> None:
+    """Weights: read by the linear layers using them. An activation's: the last link of an 8da4w chain."""
+    for user in node.users:
+        if not _linear_reads_compressed(user, node):
+            raise Unsupported(f"{user.name} would need {node.name}'s dequantized values")
+        if user.args[0] is node and quantized_rows_source(node) is None:
+            raise Unsupported(f"{node.name}: not torchao's per-row int8 activation quantization")
+    if compressed_weight(ctx, node) is None and quantized_rows_source(node) is None:
+        raise Unsupported(f"{node.name}: neither constant weights nor a per-row int8 activation")
+
+
+def lower_chain_link(ctx: LoweringContext, node: Node) -> None:
+    """choose_qparams_affine and quantize_affine: taken when every use ends in an 8da4w linear."""
+    frontier, ends = [node], set()
+    for _ in range(3):  # choose_qparams -> getitem -> quantize_affine -> dequantize_affine
+        frontier = [user for link in frontier for user in link.users if not is_affine(link, DEQUANTIZE)]
+        ends |= {user for user in frontier if is_affine(user, DEQUANTIZE)}
+    if not ends or any(quantized_rows_source(end) is None for end in ends):
+        raise Unsupported(f"{node.name}: not part of torchao's per-row int8 activation quantization")
+
+
+def every_user_taken(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    if not all(supported(user) for user in node.users):
+        return f"{node.name}: a user left outside the delegate would need its values"
+    return None
+
+
+AFFINE_RULES: dict[object, OpRule] = {
+    DEQUANTIZE: OpRule(lower_dequantize_affine, users_ok=every_user_taken),
+    QUANTIZE: OpRule(lower_chain_link, users_ok=every_user_taken, pattern_member=True),
+    CHOOSE_QPARAMS: OpRule(lower_chain_link, users_ok=every_user_taken, pattern_member=True),
+}

@@ -1,0 +1,257 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
+// COMPRESSED_MATMUL: rows times weights kept compressed, s4 (two a byte) or s8 [N, K] with f32 scales
+// per group of K (and s8 zero points), torchao's affine quantization as export_llm writes it
+// (ops/affine.py). With `quantize_rows`, each row is first quantized as torchao's 8da4w does (int8,
+// asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
+//
+//   quantize_rows, s4, no zero points, one row   the host kernel (Int4VectorMatrix.h)
+//   quantize_rows, s4, no zero points, VNNI      oneDNN s8 x s4 matmul with per-row src scales, then
+//                                                the rows' zero points taken off on the host
+//   otherwise                                    oneDNN's weight decompression (f32 or bf16 rows; rows
+//                                                to quantize are quantized and dequantized first)
+#include <vector>
+
+#include "CpuIsa.h"
+#include "HostLoops.h"
+#include "InitError.h"
+#include "StepBuilders.h"
+
+namespace executorch::backends::onednn {
+
+namespace {
+
+struct CompressedOperands {
+  uint32_t src, weights, scales, zero_points; // zero_points: kNoValue when absent
+  int64_t rows, k, n, group;
+  bool quantize_rows;
+};
+
+CompressedOperands read_operands(const StepRecord& step, GraphBuilder& graph) {
+  CompressedOperands op{};
+  op.src = step.inputs[0];
+  op.weights = step.inputs[1];
+  op.scales = step.inputs[2];
+  op.zero_points = step.has_input(4) ? step.inputs[4] : kNoValue;
+  op.group = step.int_scalar("group_size");
+  op.quantize_rows = step.has("quantize_rows") && step.int_scalar("quantize_rows") != 0;
+  const memory::dims src = graph.dims(op.src);
+  const memory::dims weights = graph.dims(op.weights);
+  ODNN_CHECK(
+      !src.empty() && weights.size() == 2,
+      "src %s and weights %s",
+      dims_string(src).c_str(),
+      dims_string(weights).c_str());
+  op.n = weights[0];
+  op.k = weights[1];
+  op.rows = element_count(src) / src.back();
+  ODNN_CHECK(
+      src.back() == op.k, "src %s against weights [N, K] %s", dims_string(src).c_str(), dims_string(weights).c_str());
+  const DataType weight_type = graph.data_type(op.weights);
+  ODNN_CHECK(
+      graph.is_constant(op.weights) && (weight_type == DataType::s4 || weight_type == DataType::s8),
+      "weights must be an S4 or S8 constant, got %s",
+      dtype_name(graph.value(op.weights).dtype));
+  ODNN_CHECK(
+      op.group > 0 && op.k % op.group == 0,
+      "group size %lld does not divide K = %lld",
+      (long long)op.group,
+      (long long)op.k);
+  const memory::dims group_dims{op.n, op.k / op.group};
+  ODNN_CHECK(
+      graph.is_constant(op.scales) && graph.data_type(op.scales) == DataType::f32 &&
+          graph.dims(op.scales) == group_dims,
+      "scales must be an F32 constant %s, got %s",
+      dims_string(group_dims).c_str(),
+      dims_string(graph.dims(op.scales)).c_str());
+  ODNN_CHECK(
+      op.zero_points == kNoValue ||
+          (graph.is_constant(op.zero_points) && graph.data_type(op.zero_points) == DataType::s8 &&
+           graph.dims(op.zero_points) == group_dims),
+      "zero points must be an S8 constant %s",
+      dims_string(group_dims).c_str());
+  if (step.has_input(3)) {
+    ODNN_CHECK(
+        graph.is_constant(step.inputs[3]) && element_count(graph.dims(step.inputs[3])) == op.n,
+        "bias must be a constant of N = %lld values",
+        (long long)op.n);
+  }
+  return op;
+}
+
+// The weights [N, K] as oneDNN's {K, N}: K innermost (two s4 values a byte along it), read in place.
+memory::desc weights_view(const CompressedOperands& op, DataType type) {
+  return memory::desc({op.k, op.n}, type, memory::format_tag::ba);
+}
+
+// Per-group scales (and zero points) [N, K / G] as oneDNN's {K / G, N}.
+memory::desc group_view(const CompressedOperands& op, DataType type) {
+  return memory::desc({op.k / op.group, op.n}, type, memory::format_tag::ba);
+}
+
+// Rows quantized as torchao does: q (s8) and, per row, the scale (f32) and the zero point (s32) in one
+// scratch buffer [2, rows] (scales first, so the front is oneDNN's per-row src scales).
+struct QuantizedRows {
+  BufferId q;
+  BufferId params;
+};
+
+QuantizedRows add_row_quantization(GraphBuilder& graph, const CompressedOperands& op, BufferId rows) {
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::QuantizeRowsAffine;
+  loop.outer = static_cast<size_t>(op.rows);
+  loop.extent = static_cast<size_t>(op.k);
+  QuantizedRows quantized{
+      graph.scratch(plain_desc({op.rows, op.k}, DataType::s8)), graph.scratch(plain_desc({2, op.rows}, DataType::f32))};
+  graph.add_host_loop(loop, quantized.q, rows, quantized.params);
+  return quantized;
+}
+
+// One constant per output column: what a row's zero point contributes to it (int4_column_terms).
+BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4MatrixShape shape) {
+  std::vector<float> terms(static_cast<size_t>(op.n));
+  int4_column_terms(
+      shape,
+      static_cast<const uint8_t*>(graph.constant_data(op.weights)),
+      static_cast<const float*>(graph.constant_data(op.scales)),
+      terms.data());
+  return graph.owned_constant(plain_desc({op.n}), terms.data());
+}
+
+void add_decompression_matmul(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    const CompressedOperands& op,
+    BufferId rows,
+    DataType type,
+    BufferId dst) {
+  dnnl::primitive_attr attr = GraphBuilder::default_attr();
+  const memory::dims groups{op.group, 1};
+  attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), groups, DataType::f32);
+  if (op.zero_points != kNoValue) {
+    attr.set_zero_points(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), groups, DataType::s8);
+  }
+  // Weights dequantized to the rows' type inside the kernel, as the program's dequantize_affine does.
+  attr.set_fpmath_mode(type == DataType::bf16 ? dnnl::fpmath_mode::bf16 : dnnl::fpmath_mode::strict, true);
+  const memory::desc src_desc = plain_desc({op.rows, op.k}, type);
+  const memory::desc weights_desc = weights_view(op, graph.data_type(op.weights));
+  const memory::desc dst_desc = graph.buffer_desc(dst);
+  const bool has_bias = step.has_input(3);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = has_bias ? dnnl::matmul::primitive_desc(
+                        graph.engine(), src_desc, weights_desc, plain_desc({1, op.n}), dst_desc, attr)
+                  : dnnl::matmul::primitive_desc(graph.engine(), src_desc, weights_desc, dst_desc, attr);
+  } catch (const dnnl::error&) {
+    fail(
+        runtime::Error::NotSupported,
+        "oneDNN has no matmul for %s rows times %s weights in groups of %lld on this CPU",
+        dnnl::memory::desc(src_desc).get_data_type() == DataType::bf16 ? "bf16" : "f32",
+        dtype_name(graph.value(op.weights).dtype),
+        (long long)op.group);
+  }
+  ArgList args{
+      {DNNL_ARG_SRC, rows},
+      {DNNL_ARG_WEIGHTS, graph.input_view(op.weights, weights_desc, weights_desc)},
+      {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+       graph.input_view(op.scales, group_view(op, DataType::f32), plain_desc({op.k / op.group, op.n}))},
+      {DNNL_ARG_DST, dst}};
+  if (op.zero_points != kNoValue) {
+    args.emplace_back(
+        DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS,
+        graph.input_view(
+            op.zero_points, group_view(op, DataType::s8), plain_desc({op.k / op.group, op.n}, DataType::s8)));
+  }
+  if (has_bias) {
+    args.emplace_back(DNNL_ARG_BIAS, graph.input_view(step.inputs[3], plain_desc({1, op.n}), plain_desc({1, op.n})));
+  }
+  graph.add_primitive(dnnl::matmul(pd), pd, args);
+}
+
+} // namespace
+
+void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
+  const CompressedOperands op = read_operands(step, graph);
+  const uint32_t output = step.outputs[0];
+  memory::dims out_dims = graph.dims(op.src);
+  out_dims.back() = op.n;
+  require_same_dims(out_dims, graph.dims(output), "dst dims (src dims, last one N)");
+  const bool int8_rows = op.quantize_rows && graph.data_type(op.weights) == DataType::s4 && op.zero_points == kNoValue;
+  Int4MatrixShape shape;
+  shape.isa = host_row_isa();
+  shape.vnni = int8_products_exact();
+  shape.n = static_cast<size_t>(op.n);
+  shape.k = static_cast<size_t>(op.k);
+  shape.group = static_cast<size_t>(op.group);
+
+  if (int8_rows && (op.rows == 1 || int8_products_exact())) {
+    const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
+    const QuantizedRows quantized = add_row_quantization(graph, op, rows);
+    const BufferId terms = column_terms(graph, op, shape);
+    const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
+    const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
+    if (op.rows == 1) {
+      HostLoop loop;
+      loop.kind = HostLoop::Kind::Int4VectorMatrix;
+      loop.int4 = shape;
+      std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales), terms};
+      if (step.has_input(3)) {
+        more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
+      }
+      graph.add_host_loop(loop, dst, quantized.q, quantized.params, more);
+    } else {
+      // oneDNN takes per-row src scales but not per-row zero points (its reference kernel): the
+      // product of the raw q, then each row's zero point times the column terms taken off.
+      dnnl::primitive_attr attr = GraphBuilder::default_attr();
+      attr.set_scales(DNNL_ARG_SRC, (1 << 0) | (1 << 1), {1, op.k}, DataType::f32);
+      attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::f32);
+      const memory::desc weights_desc = weights_view(op, DataType::s4);
+      const memory::desc q_desc = plain_desc({op.rows, op.k}, DataType::s8);
+      const bool has_bias = step.has_input(3);
+      dnnl::matmul::primitive_desc pd;
+      try {
+        pd = has_bias
+                 ? dnnl::matmul::primitive_desc(
+                       graph.engine(), q_desc, weights_desc, plain_desc({1, op.n}), graph.buffer_desc(dst), attr)
+                 : dnnl::matmul::primitive_desc(graph.engine(), q_desc, weights_desc, graph.buffer_desc(dst), attr);
+      } catch (const dnnl::error&) {
+        fail(runtime::Error::NotSupported, "oneDNN has no s8 x s4 matmul with per-row scales on this CPU");
+      }
+      ArgList args{
+          {DNNL_ARG_SRC, quantized.q},
+          {DNNL_ARG_WEIGHTS, graph.input_view(op.weights, weights_desc, weights_desc)},
+          {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, graph.alias(quantized.params, plain_desc({op.rows, 1}))},
+          {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+           graph.input_view(op.scales, group_view(op, DataType::f32), plain_desc({op.k / op.group, op.n}))},
+          {DNNL_ARG_DST, dst}};
+      if (has_bias) {
+        args.emplace_back(
+            DNNL_ARG_BIAS, graph.input_view(step.inputs[3], plain_desc({1, op.n}), plain_desc({1, op.n})));
+      }
+      graph.add_primitive(dnnl::matmul(pd), pd, args);
+      HostLoop loop;
+      loop.kind = HostLoop::Kind::ZeroPointTerms;
+      loop.outer = static_cast<size_t>(op.rows);
+      loop.extent = static_cast<size_t>(op.n);
+      graph.add_host_loop(loop, dst, quantized.params, terms);
+    }
+    return;
+  }
+
+  const DataType type = op.quantize_rows ? DataType::f32 : compute_type(step, graph, op.src);
+  BufferId rows = graph.alias(graph.plain_input(op.src, type), plain_desc({op.rows, op.k}, type));
+  if (op.quantize_rows) { // quantized and dequantized in f32, as the program's ops do
+    const QuantizedRows quantized = add_row_quantization(graph, op, rows);
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::DequantizeRowsAffine;
+    loop.outer = static_cast<size_t>(op.rows);
+    loop.extent = static_cast<size_t>(op.k);
+    rows = graph.scratch(plain_desc({op.rows, op.k}));
+    graph.add_host_loop(loop, rows, quantized.q, quantized.params);
+  }
+  const DataType result_type = type == DataType::bf16 ? graph.compute_type(output) : DataType::f32;
+  const BufferId result = graph.define(output, plain_desc(out_dims, result_type));
+  add_decompression_matmul(step, graph, op, rows, type, graph.alias(result, plain_desc({op.rows, op.n}, result_type)));
+}
+
+} // namespace executorch::backends::onednn

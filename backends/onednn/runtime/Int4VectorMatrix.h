@@ -1,0 +1,89 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
+// torchao's "8da4w" linear layers on the host: int8 activations quantized per row (dynamic,
+// asymmetric) times int4 weights with grouped f32 scales and no zero points. A decode step (one row)
+// streams the 4-bit weights from memory once per token; oneDNN 3.13.1 runs that shape at about 3.5 GB/s
+// of weight bytes on one core of an AVX-512 Xeon. The kernels here run at the core's memory bandwidth:
+// one thread, n 8192, k 2048, 1 GiB of weights rotated, 12-13.5 GB/s of weight bytes at group 128 and
+// 11-12.5 at group 32 (whose scales add a quarter to the bytes read), on every vector path, where
+// a plain read of memory gets 13.3-14 ("Intel(R) Xeon(R) Processor" with AMX, a 2-core VM). The
+// scalar loop: about 1 GB/s.
+//
+// The weights stay in torch's linear layout [n, k], two values a byte along k: byte i of a row (row
+// stride k / 2) holds k = 2i in its low nibble and k = 2i + 1 in its high nibble, each a two's
+// complement value in [-8, 7]. scales[r * (k / group) + g] scales row r's values k in
+// [g * group, (g + 1) * group).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "RowKernels.h"
+
+namespace executorch::backends::onednn {
+
+struct Int4MatrixShape {
+  RowIsa isa = RowIsa::scalar; // host_row_isa()
+  bool vnni = false;           // int8_products_exact() (CpuIsa.h): AVX512-VNNI with avx512, AVX-VNNI with avx2
+  size_t n = 0;                // the weights' rows, the result's length
+  size_t k = 0;                // the row's length; even
+  size_t group = 0;            // values per scale; divides k
+  // The vector kernels take k in steps of 128 (and a last one of 64) and a scale per 32 values at
+  // most; other shapes run the scalar loop, whatever `isa` says.
+  bool vectorized() const {
+    return isa != RowIsa::scalar && k % 64 == 0 && group % 32 == 0;
+  }
+};
+
+struct Int4RowOperands {
+  const int8_t* q = nullptr;        // k quantized activations
+  float row_scale = 0.0f;           // their scale; NaN makes every result NaN
+  int32_t zero_point = 0;           // their zero point
+  const uint8_t* weights = nullptr; // [n, k / 2] packed int4
+  const float* scales = nullptr;    // [n, k / group]
+  const float* terms = nullptr;     // [n], int4_column_terms()
+  const float* bias = nullptr;      // [n], or none
+  float* dst = nullptr;             // [n]
+};
+
+// torchao's choose_qparams_affine (ASYMMETRIC, block [1, k], int8 in [-128, 127], eps None: the
+// smallest normal f32) then quantize_affine, bit for bit in f32: with low = min(min(x), 0) and
+// high = max(max(x), 0),
+//   s = max((high - low) / 255, FLT_MIN), zp = clamp(-128 - round(low / s), -128, 127),
+//   q = clamp(round(x * (1 / s)) + zp, -128, 127), rounding half to even.
+// A row whose scale is not finite (a NaN or infinity in it, or a range beyond FLT_MAX) gets scale NaN,
+// zero point 0 and q zeros, so that every product of the row is NaN rather than a finite number.
+void quantize_row_affine_int8(const float* x, size_t k, int8_t* q, float* scale, int32_t* zero_point);
+
+// Rows [begin, end) of a [rows, k] matrix, each as quantize_row_affine_int8.
+void quantize_rows_affine_int8(
+    const float* x, size_t rows, size_t k, int8_t* q, float* scales, int32_t* zero_points, size_t begin, size_t end);
+
+// terms[r] = sum over groups g, in order, of scales[r, g] * (sum of row r's values in g), the integer
+// sums exact: what a zero point contributes to row r's products. Once, at init.
+void int4_column_terms(const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms);
+
+// dst[r] for r in [begin, end):
+//   row_scale * (sum_g scales[r, g] * float(sum_{k in g} q[k] * w[r, k]) - float(zero_point) * terms[r])
+//   (+ bias[r]),
+// the products summed exactly in int32. The scalar loop adds the groups in order. The vector kernels
+// sum (w + 8) * q exactly in lanes of 32 bits, each lane within one group, scale the lanes (of a step,
+// or of a group of steps) in f32 into two alternating partial sums, take each group's
+// scale * 8 * sum q off, and add the lanes up last.
+// The other columns of dst are untouched. Threads may call it on disjoint ranges at once; each keeps
+// the row rearranged for its kernel in a buffer of its own, allocated on its first call.
+void int4_vector_matrix(const Int4MatrixShape& shape, const Int4RowOperands& operands, size_t begin, size_t end);
+
+// dst[m, r] -= (row_scales[m] * float(zero_points[m])) * terms[r] for rows m in [begin, end) of a
+// [rows, n] result: the zero points' share, after a matmul of the quantized rows that ignored them.
+void subtract_zero_point_terms(
+    float* dst,
+    size_t rows,
+    size_t n,
+    const float* row_scales,
+    const int32_t* zero_points,
+    const float* terms,
+    size_t begin,
+    size_t end);
+
+} // namespace executorch::backends::onednn

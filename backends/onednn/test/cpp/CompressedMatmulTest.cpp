@@ -1,0 +1,167 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
+// COMPRESSED_MATMUL through init() and execute(): int4 and int8 weights kept compressed, with and
+// without rows quantized per row (FORMAT.md), against a double-precision reference; and the payloads
+// init() must refuse.
+#include <cmath>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "../../runtime/Int4VectorMatrix.h"
+#include "BackendHarness.h"
+
+namespace onednn_test {
+namespace {
+
+using executorch::backends::onednn::DType;
+
+constexpr int64_t kN = 24, kK = 128, kGroup = 32;
+
+struct Weights {
+  std::vector<int8_t> values; // [kN, kK] in [-8, 7]
+  std::vector<float> scales;  // [kN, kK / kGroup]
+};
+
+Weights make_weights() {
+  Weights w;
+  const std::vector<float> noise = random_values(kN * kK, 7);
+  for (float v : noise) {
+    w.values.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
+  }
+  for (float v : random_values(kN * kK / kGroup, 8)) {
+    w.scales.push_back(0.02f + 0.01f * v);
+  }
+  return w;
+}
+
+std::vector<uint8_t> packed_int4(const std::vector<int8_t>& values) {
+  std::vector<uint8_t> bytes(values.size() / 2);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<uint8_t>((values[2 * i] & 0x0F) | ((values[2 * i + 1] & 0x0F) << 4));
+  }
+  return bytes;
+}
+
+uint32_t raw_constant(Model& model, std::vector<int64_t> dims, std::vector<uint8_t> bytes, DType dtype) {
+  const std::string key = "raw_" + std::to_string(model.constants++);
+  model.data.add(key, std::move(bytes));
+  return model.payload.value(std::move(dims), key, static_cast<uint8_t>(dtype));
+}
+
+// rows [m, kK] -> COMPRESSED_MATMUL -> [m, kN]
+Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool quantize_rows, bool bias) {
+  Model model;
+  const uint32_t src = model.input({rows, kK});
+  const uint32_t weights = weight_type == DType::S4 ? raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4)
+                                                    : raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S8);
+  const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
+  std::vector<uint32_t> inputs{src, weights, scales};
+  if (bias) {
+    inputs.push_back(model.constant({kN}, random_values(kN, 9)));
+  }
+  const uint32_t dst = model.value({rows, kN});
+  model.payload.step(
+      Kind::CompressedMatmul, inputs, {dst}, {ints("group_size", {kGroup}), ints("quantize_rows", {quantize_rows})});
+  model.output(dst, {rows, kN});
+  return model;
+}
+
+std::vector<float> reference(
+    const std::vector<float>& x, int64_t rows, const Weights& w, bool quantize_rows, bool bias) {
+  std::vector<float> src = x;
+  if (quantize_rows) {
+    std::vector<int8_t> q(kK);
+    for (int64_t r = 0; r < rows; ++r) {
+      float scale = 0;
+      int32_t zero_point = 0;
+      executorch::backends::onednn::quantize_row_affine_int8(&x[r * kK], kK, q.data(), &scale, &zero_point);
+      for (int64_t k = 0; k < kK; ++k) {
+        src[r * kK + k] = static_cast<float>(q[k] - zero_point) * scale;
+      }
+    }
+  }
+  const std::vector<float> biases = bias ? random_values(kN, 9) : std::vector<float>(kN, 0.0f);
+  std::vector<float> out(rows * kN);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t n = 0; n < kN; ++n) {
+      double sum = biases[n];
+      for (int64_t k = 0; k < kK; ++k) {
+        sum += double{src[r * kK + k]} * w.values[n * kK + k] * w.scales[n * (kK / kGroup) + k / kGroup];
+      }
+      out[r * kN + n] = static_cast<float>(sum);
+    }
+  }
+  return out;
+}
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  float largest = 0;
+  for (float v : expected) {
+    largest = std::max(largest, std::abs(v));
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-5f * largest) << "at " << i;
+  }
+}
+
+TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
+  const Weights w = make_weights();
+  // One row (the host kernel), several (oneDNN), int8 and int4 weights, rows quantized or not.
+  for (const int64_t rows : {1, 5}) {
+    for (const DType type : {DType::S4, DType::S8}) {
+      for (const bool quantize_rows : {false, true}) {
+        for (const bool bias : {false, true}) {
+          Model model = compressed_model(rows, w, type, quantize_rows, bias);
+          std::vector<float> x = random_values(rows * kK, 11);
+          for (float& v : x) {
+            v *= 3.0f;
+          }
+          const auto outputs = run_model(model, {x});
+          SCOPED_TRACE(
+              ::testing::Message() << "rows " << rows << " s4 " << (type == DType::S4) << " quantize_rows "
+                                   << quantize_rows << " bias " << bias);
+          expect_close(outputs[0], reference(x, rows, w, quantize_rows, bias));
+        }
+      }
+    }
+  }
+}
+
+TEST(CompressedMatmul, FourBitValuesOutsideConstantsAreRefused) {
+  Model model;
+  const uint32_t src = model.input({1, kK});
+  const uint32_t weights = model.value({kN, kK}, static_cast<uint8_t>(DType::S4)); // not a constant
+  const uint32_t scales = model.constant({kN, kK / kGroup}, make_weights().scales);
+  const uint32_t dst = model.value({1, kN});
+  model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {kGroup})});
+  model.output(dst, {1, kN});
+  EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
+}
+
+TEST(CompressedMatmul, MismatchedScalesGroupsAndBytesAreRefused) {
+  const Weights w = make_weights();
+  for (const int64_t group : {0, 48, 64}) { // 64: the scales hold K / 32 columns
+    Model model;
+    const uint32_t src = model.input({1, kK});
+    const uint32_t weights = raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4);
+    const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
+    const uint32_t dst = model.value({1, kN});
+    model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {group})});
+    model.output(dst, {1, kN});
+    EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram) << group;
+  }
+  // Weights stored with a byte per value where S4 holds two: the constant's size is checked.
+  Model model;
+  const uint32_t src = model.input({1, kK});
+  const uint32_t weights = raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S4);
+  const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
+  const uint32_t dst = model.value({1, kN});
+  model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {kGroup})});
+  model.output(dst, {1, kN});
+  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+}
+
+} // namespace
+} // namespace onednn_test

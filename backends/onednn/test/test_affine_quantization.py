@@ -1,0 +1,119 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
+"""torchao's affine quantization as export_llm applies it (qmode 8da4w, 8da8w, 4w): each linear layer
+becomes one COMPRESSED_MATMUL whose weights stay 4- or 8-bit in the program, and the delegate computes
+what the eager quantized module computes.
+
+The eager module quantizes each activation row to int8 and multiplies by the dequantized weights in f32;
+the delegate quantizes the rows the same way (bit for bit) and sums the int4 x int8 products exactly per
+group, so the two differ by f32 rounding only: 1e-5 of the output's magnitude."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from executorch.backends.onednn.serialization.schema import DType, StepKind
+from tester import execute, lower
+from torch import nn
+
+TOLERANCE = 1e-5
+IN_FEATURES, OUT_FEATURES = 128, 48
+
+
+def quantized_linear(mode: str, group: int = 32, bias: bool = True) -> nn.Module:
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import (
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        quantize_,
+    )
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN_FEATURES, OUT_FEATURES, bias=bias)).eval()
+    configs = {
+        "8da4w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(group)),
+        "8da8w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=PerGroup(group)),
+        "4w": IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group)),
+    }
+    quantize_(model, configs[mode])
+    return model
+
+
+def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((actual - expected).abs().max() / expected.abs().max())
+
+
+ROWS = [(1, IN_FEATURES), (5, IN_FEATURES), (2, 3, IN_FEATURES)]
+MODES = [("8da4w", DType.S4, 32), ("8da4w", DType.S4, 64), ("8da4w", DType.S4, 128), ("8da8w", DType.S8, 32)]
+
+
+@pytest.mark.parametrize("rows", ROWS, ids=["one_row", "rows", "3d"])
+@pytest.mark.parametrize(("mode", "weight_dtype", "group"), [*MODES, ("4w", DType.S4, 32)])
+def test_quantized_linear_runs_compressed_and_matches_the_eager_module(
+    mode: str, weight_dtype: DType, group: int, rows: tuple[int, ...]
+) -> None:
+    model = quantized_linear(mode, group)
+    x = torch.randn(rows) * 3
+    lowered = lower(model, (x,))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (step,) = lowered.steps()
+    assert step.kind == StepKind.COMPRESSED_MATMUL and step.ints["group_size"] == [group]
+    assert step.ints["quantize_rows"] == [int(mode.startswith("8da"))]
+    (graph,) = lowered.payloads()
+    assert graph.values[step.inputs[1]].dtype == weight_dtype
+    with torch.no_grad():
+        expected = model(x)
+    (actual,) = execute(lowered.buffer, [x])
+    assert relative_error(actual, expected) < TOLERANCE
+
+
+def test_four_bit_weights_take_half_a_byte_each_in_the_program() -> None:
+    x = torch.randn(1, IN_FEATURES)
+    fp32 = lower(nn.Linear(IN_FEATURES, OUT_FEATURES * 8).eval(), (x,)).buffer
+    model = quantized_linear("8da4w")
+    model[0] = nn.Linear(IN_FEATURES, OUT_FEATURES * 8).eval()
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
+
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)))
+    int4 = lower(model, (x,)).buffer
+    weights = IN_FEATURES * OUT_FEATURES * 8
+    # 4 bytes a weight against half a byte plus an f32 scale per 32 (1/8 byte).
+    assert len(fp32) - len(int4) > weights * (4 - 0.5 - 0.125) - 4096
+
+
+def test_rows_with_a_nan_give_nan_not_a_number() -> None:
+    model = quantized_linear("8da4w")
+    x = torch.randn(3, IN_FEATURES)
+    x[1, 7] = float("nan")
+    (actual,) = execute(lower(model, (x,)).buffer, [x])
+    with torch.no_grad():
+        expected = model(torch.nan_to_num(x))
+    assert bool(actual[1].isnan().all())
+    assert relative_error(actual[[0, 2]], expected[[0, 2]]) < TOLERANCE
+
+
+def test_a_dequantized_weight_read_by_another_op_stays_out_of_the_delegate() -> None:
+    """The weights are never unpacked to f32 inside the delegate: when another op needs them dequantized
+    (here a sum over the weight matrix), the partitioner leaves the dequantize (and so the linear) out.
+    ExecuTorch has no kernel of its own for torchao's ops, so such a program is refused at to_executorch:
+    only the partitioner's decision is checked."""
+    from executorch import exir
+    from executorch.backends.onednn import OneDnnPartitioner
+    from torchao.quantization.quant_primitives import dequantize_affine
+
+    class ReadsWeights(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("data", torch.randint(-8, 8, (OUT_FEATURES, IN_FEATURES), dtype=torch.int8))
+            self.register_buffer("scales", torch.rand(OUT_FEATURES, IN_FEATURES // 32) + 0.1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            w = dequantize_affine(self.data, [1, 32], self.scales, None, torch.int8, -8, 7)
+            return torch.nn.functional.linear(x, w) + w.sum()
+
+    partitioner = OneDnnPartitioner()
+    ep = torch.export.export(ReadsWeights().eval(), (torch.randn(2, IN_FEATURES),))
+    exir.to_edge_transform_and_lower(ep, partitioner=[partitioner])
+    reasons = [reason for name, reason in partitioner.rejections.items() if "dequantize_affine" in name]
+    assert reasons and "would need" in reasons[0], partitioner.rejections

@@ -1,0 +1,282 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
+"""LLM benchmark: one Llama-3-shaped checkpoint (random weights, seeded, written once) exported by
+ExecuTorch's export_llm for XNNPACK and by our `export-llm`, each quantization mode, then timed under
+ExecuTorch's runtime:
+
+    scripts/run_benchmark.sh --llm --dim 2048 --layers 16 --flows xnnpack-8da4w,onednn-8da4w
+
+Per flow: .pte size, load time, peak RSS of the process that loads and runs it, prefill tokens/s of a
+--prompt-token prompt (median of 3), decode tokens/s (median over --decode-steps steps), the logits'
+error against the eager fp32 model teacher-forced over the same tokens (each step fed the reference
+token; max |difference| / max |reference logit| per position, the mean and the worst over positions;
+how often the top token agrees), and the weight bytes one decode step streams per second, against the
+machine's memory bandwidth measured here (torch sum over 1 GiB). Every .pte is loaded and run in a
+fresh process; exports are cached in --work-dir. Writes a markdown table to --out (and stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class LlmFlow:
+    name: str
+    backend: str  # "xnnpack" or "onednn"
+    qmode: str | None
+    precision: str = "fp32"  # ours: the partitioner's precision
+
+
+FLOWS = {
+    flow.name: flow
+    for flow in (
+        LlmFlow("xnnpack-fp32", "xnnpack", None),
+        LlmFlow("xnnpack-8da4w", "xnnpack", "8da4w"),
+        LlmFlow("onednn-fp32", "onednn", None),
+        LlmFlow("onednn-8da4w", "onednn", "8da4w"),
+        LlmFlow("onednn-4w", "onednn", "4w"),
+        LlmFlow("onednn-4w-bf16", "onednn", "4w", "bf16"),
+        LlmFlow("onednn-bf16", "onednn", None, "bf16"),
+    )
+}
+
+
+def params_of(args: argparse.Namespace) -> dict[str, object]:
+    """Llama 3.2 1B's shape (GQA 4:1, SwiGLU of 4x, rope theta 5e5) at the asked width and depth."""
+    return {
+        "dim": args.dim,
+        "n_layers": args.layers,
+        "n_heads": args.dim // 64,
+        "n_kv_heads": args.dim // 256,
+        "vocab_size": args.vocab,
+        "ffn_dim_multiplier": 1.5,
+        "multiple_of": 256,
+        "norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "use_scaled_rope": True,
+    }
+
+
+def write_checkpoint(folder: Path, args: argparse.Namespace) -> None:
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    if (folder / "model.pth").is_file():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    params = params_of(args)
+    torch.manual_seed(args.seed)
+    model = construct_transformer(ModelArgs(**params, max_seq_len=args.max_seq_len, max_context_len=args.max_seq_len))
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 2:  # a scale that keeps activations O(1) through the layers
+                parameter.normal_(0, 1.0 / parameter.shape[-1] ** 0.5)
+    torch.save(model.state_dict(), folder / "model.pth.partial")
+    (folder / "params.json").write_text(json.dumps(params))
+    (folder / "model.pth.partial").rename(folder / "model.pth")
+
+
+def export(flow: LlmFlow, checkpoint: Path, pte: Path, args: argparse.Namespace) -> float:
+    overrides = [
+        f"base.params={checkpoint / 'params.json'}",
+        f"base.checkpoint={checkpoint / 'model.pth'}",
+        "model.use_kv_cache=True",
+        "model.use_sdpa_with_kv_cache=True",
+        f"export.max_seq_length={args.max_seq_len}",
+        f"export.max_context_length={args.max_seq_len}",
+        f"export.output_name={pte}",
+    ]
+    if flow.qmode:
+        overrides += [f"quantization.qmode={flow.qmode}", f"quantization.group_size={args.group_size}"]
+    if flow.backend == "xnnpack":
+        command = [sys.executable, "-m", "executorch.extension.llm.export.export_llm", *overrides]
+        command.append("backend.xnnpack.enabled=True")
+    else:
+        command = [sys.executable, "-m", "executorch.backends.onednn", "export-llm", *overrides]
+        command.append(f"--precision={flow.precision}")
+    start = time.perf_counter()
+    # In the checkpoint folder: export_llm (hydra) writes its run logs under ./outputs/ of its cwd.
+    subprocess.run(command, check=True, cwd=checkpoint, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def reference_logits(checkpoint: Path, tokens: list[int], args: argparse.Namespace) -> object:
+    """The eager fp32 model's logits at every position of `tokens`, one forward pass."""
+    import torch
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    params = json.loads((checkpoint / "params.json").read_text())
+    model = construct_transformer(
+        ModelArgs(**params, max_seq_len=args.max_seq_len, max_context_len=args.max_seq_len, generate_full_logits=True)
+    ).eval()
+    model.load_state_dict(torch.load(checkpoint / "model.pth", mmap=True), strict=False, assign=True)
+    with torch.no_grad():
+        return model(torch.tensor([tokens]))[0]
+
+
+def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, float]:
+    """In this (fresh) process: load, prefill, decode, teacher-forced logits."""
+    import executorch.backends.onednn
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+    import torch
+    from executorch.backends.onednn import set_num_threads
+    from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import Runtime
+
+    torch.set_num_threads(1)
+    set_num_threads(args.threads)
+    portable_lib._unsafe_reset_threadpool(args.threads)
+    start = time.perf_counter()
+    method = Runtime.get().load_program(str(pte)).load_method("forward")
+    load_s = time.perf_counter() - start
+    generator = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, args.vocab, (1, args.prompt_tokens), generator=generator)
+    prefill = []
+    for _ in range(3):
+        start = time.perf_counter()
+        method.execute([prompt, torch.tensor([0])])
+        prefill.append(time.perf_counter() - start)
+    steps = []
+    token = torch.tensor([[7]])
+    for position in range(args.prompt_tokens, args.prompt_tokens + args.decode_steps):
+        start = time.perf_counter()
+        method.execute([token, torch.tensor([position])])
+        steps.append(time.perf_counter() - start)
+    expected, tokens = torch.load(reference)
+    errors, agree = [], 0
+    for position, token_id in enumerate(tokens):
+        (logits,) = method.execute([torch.tensor([[token_id]]), torch.tensor([position])])
+        logits = logits.reshape(-1).float()
+        errors.append(float((logits - expected[position]).abs().max() / expected[position].abs().max()))
+        agree += int(logits.argmax()) == int(expected[position].argmax())
+    return {
+        "load_s": load_s,
+        "prefill_s": statistics.median(prefill),
+        "decode_s": statistics.median(steps),
+        "peak_rss_mb": peak_rss_mb(),
+        "error_mean": statistics.mean(errors),
+        "error_max": max(errors),
+        "top1_agreement": agree / len(tokens),
+    }
+
+
+def peak_rss_mb() -> float:
+    """This process's resident high-water mark (VmHWM: getrusage's ru_maxrss would carry the parent's
+    over fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def memory_bandwidth(threads: int) -> float:
+    """GB/s of a sum over 1 GiB of f32, best of 5."""
+    import torch
+
+    torch.set_num_threads(threads)
+    data = torch.ones(1 << 28)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        data.sum()
+        best = min(best, time.perf_counter() - start)
+    return data.nbytes / best / 1e9
+
+
+def streamed_bytes(pte_bytes: int, flow: LlmFlow, args: argparse.Namespace) -> int:
+    """What one decode step reads of the weights: everything but the token embedding table, which it
+    gathers one row of (fp32 in every flow here)."""
+    return pte_bytes - args.vocab * args.dim * 4
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dim", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=16)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--max-seq-len", type=int, default=512)
+    parser.add_argument("--group-size", type=int, default=32)
+    parser.add_argument("--prompt-tokens", type=int, default=128)
+    parser.add_argument("--decode-steps", type=int, default=128)
+    parser.add_argument("--teacher-tokens", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--flows", default=",".join(FLOWS))
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "build" / "llm-benchmark")
+    parser.add_argument("--out", type=Path, help="also write the table here")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: time one .pte
+    parser.add_argument("--reference", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.reference, args)))
+        return 0
+
+    flows = [FLOWS[name] for name in args.flows.split(",")]
+    shape = f"dim{args.dim}-layers{args.layers}-vocab{args.vocab}-seed{args.seed}"
+    checkpoint = args.work_dir / shape
+    print(f"checkpoint {checkpoint}", flush=True)
+    write_checkpoint(checkpoint, args)
+    reference = checkpoint / f"reference-{args.teacher_tokens}.pt"
+    if not reference.is_file():
+        import torch
+
+        tokens = torch.randint(0, args.vocab, (args.teacher_tokens,), generator=torch.Generator().manual_seed(2))
+        torch.save((reference_logits(checkpoint, tokens.tolist(), args), tokens.tolist()), reference)
+    ptes = {flow.name: checkpoint / f"{flow.name}-g{args.group_size}.pte" for flow in flows}
+    for flow in flows:  # every export first: nothing else runs while a flow is timed
+        if not ptes[flow.name].is_file():
+            print(f"exporting {flow.name}", flush=True)
+            export(flow, checkpoint, ptes[flow.name], args)
+    bandwidth = memory_bandwidth(args.threads)
+    rows = []
+    for flow in flows:
+        pte = ptes[flow.name]
+        print(f"measuring {flow.name}", flush=True)
+        command = [sys.executable, "-m", "examples.onednn.llm_benchmark", "--measure", str(pte)]
+        command += ["--reference", str(reference), "--threads", str(args.threads), "--vocab", str(args.vocab)]
+        command += ["--prompt-tokens", str(args.prompt_tokens), "--decode-steps", str(args.decode_steps)]
+        result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
+        numbers = json.loads(result.stdout.strip().splitlines()[-1])
+        size = pte.stat().st_size
+        numbers["pte_mb"] = size / 1e6
+        numbers["decode_gbs"] = streamed_bytes(size, flow, args) / numbers["decode_s"] / 1e9
+        rows.append((flow.name, numbers))
+    lines = [
+        f"Llama-3-shaped, dim {args.dim}, {args.layers} layers, vocab {args.vocab}, group {args.group_size}; "
+        f"{args.threads} threads; memory bandwidth {bandwidth:.1f} GB/s (sum over 1 GiB)",
+        "",
+        "| flow | .pte MB | load s | peak RSS MB | prefill tok/s | decode tok/s | decode GB/s (of bandwidth) |"
+        " logits error mean / max | top-1 agreement |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, n in rows:
+        lines.append(
+            f"| {name} | {n['pte_mb']:.0f} | {n['load_s']:.2f} | {n['peak_rss_mb']:.0f} | "
+            f"{args.prompt_tokens / n['prefill_s']:.1f} | {1 / n['decode_s']:.2f} | "
+            f"{n['decode_gbs']:.1f} ({n['decode_gbs'] / bandwidth:.0%}) | "
+            f"{n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} |"
+        )
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    sys.exit(main())
