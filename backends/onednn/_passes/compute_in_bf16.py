@@ -15,6 +15,8 @@ from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, PostOpKind, StepKind
 from ..serialization.step_kinds import COMPUTE_IN_BF16, FOLLOW_INPUT_DTYPE, KEEP_FP32
 
+FLOAT_TYPES = (DType.F32, DType.BF16)
+
 
 def compute_in_bf16(graph: Graph) -> Graph:
     boundary = set(graph.inputs) | set(graph.outputs)
@@ -28,7 +30,9 @@ def compute_in_bf16(graph: Graph) -> Graph:
             value = graph.values[value_id]
             if value_id in boundary or value.dtype != DType.F32 or keep_fp32:
                 continue
-            value.dtype = graph.values[step.inputs[0]].dtype if step.kind in FOLLOW_INPUT_DTYPE else DType.BF16
+            follows = step.kind in FOLLOW_INPUT_DTYPE and graph.values[step.inputs[0]].dtype in FLOAT_TYPES
+            # (A gather of compressed rows dequantizes them: its result is a float like any step's.)
+            value.dtype = graph.values[step.inputs[0]].dtype if follows else DType.BF16
     return graph
 
 

@@ -74,9 +74,9 @@ def check_supported(llm_config: Any) -> None:
             f"quantization.qmode={quantization.qmode} is not supported by export-llm yet: "
             f"use one of {', '.join(QMODES)}"
         )
-    if quantization.pt2e_quantize or quantization.embedding_quantize:
+    if quantization.pt2e_quantize:
         raise CliError(
-            "quantization.pt2e_quantize and quantization.embedding_quantize are not supported by export-llm yet: "
+            "quantization.pt2e_quantize is not supported by export-llm yet: "
             f"quantize the linear layers with quantization.qmode ({', '.join(QMODES)})"
         )
     if llm_config.multimethod.enabled:

@@ -12,6 +12,12 @@ and with the activations quantized per row at run time (8da4w):
     x' = dequantize_affine(quantize_affine(x, [1, .., K], s, z, ...), [1, .., K], s, z, ...)
     linear(x', W, bias)                ->  COMPRESSED_MATMUL(x, ...; quantize_rows=1)
 
+ExecuTorch's quantized embeddings (export_llm's `quantization.embedding_quantize` 4,G or 8,G) are a
+GATHER of the compressed rows, dequantized as they are copied:
+
+    embedding_4bit / embedding_byte(Wq, scales, zero_points, qmin, qmax, indices)
+                                       ->  GATHER(Wq, indices, scales[, zero_points]; group_size)
+
 Weights of range [-8, 7] are stored as S4 (two per byte), others as S8. The activation chain's nodes
 lower to nothing: the step quantizes the rows itself, as torchao's ops do (runtime/Int4VectorMatrix.h).
 The ops are matched by name, so that importing the delegate does not import torchao.
@@ -193,7 +199,58 @@ def every_user_taken(node: Node, supported: Callable[[Node], bool]) -> str | Non
     return None
 
 
+# --- quantized embeddings ----------------------------------------------------------------------------
+EMBEDDINGS = {  # op name -> bits
+    "quantized_decomposed::embedding_4bit": 4,
+    "quantized_decomposed::embedding_4bit.dtype": 4,
+    "quantized_decomposed::embedding_byte": 8,
+    "quantized_decomposed::embedding_byte.dtype": 8,
+}
+
+
+def lower_quantized_embedding(ctx: LoweringContext, node: Node) -> None:
+    bits = EMBEDDINGS[op_name(node) or ""]
+    weight, scales, zero_points, quant_min, quant_max, indices = node.args[:6]
+    data, group_scales = ctx.constant_node_data(weight), ctx.constant_node_data(scales)
+    zeros = None if zero_points is None else ctx.constant_node_data(zero_points)
+    if data is None or group_scales is None or (zero_points is not None and zeros is None):
+        raise Unsupported(f"{node.name}: quantized embedding weights must be constant")
+    if node.kwargs.get("dtype", torch.float32) not in (None, torch.float32) or group_scales.dtype != torch.float32:
+        raise Unsupported(f"{node.name}: scales or result other than f32")
+    rows, stored = data.shape
+    dim = stored * 2 if bits == 4 else stored
+    columns = group_scales.shape[1] if group_scales.dim() == 2 else 1
+    if (
+        group_scales.shape[0] != rows
+        or dim % columns
+        or (bits, quant_min, quant_max) not in ((4, -8, 7), (8, -128, 127))
+    ):
+        raise Unsupported(
+            f"{node.name}: {bits}-bit rows in [{quant_min}, {quant_max}] with scales {tuple(group_scales.shape)}"
+        )
+    if (
+        bits == 4
+    ):  # ExecuTorch packs the even value in the high nibble, offset by 8: ours is two's complement, low first
+        unpacked = torch.stack((data.div(16, rounding_mode="trunc"), data.remainder(16)), -1).reshape(rows, dim)
+        values = pack_int4((unpacked.to(torch.int16) - 8).to(torch.int8))
+    elif data.dtype == torch.int8:
+        values = data
+    else:
+        raise Unsupported(f"{node.name}: 8-bit rows of {data.dtype}")
+    stored_id = ctx.graph.add_value(DType.S4 if bits == 4 else DType.S8, (rows, dim))
+    ctx.graph.constant_data[stored_id] = values.contiguous()
+    inputs = [
+        stored_id,
+        ctx.value(indices, {torch.int64}),
+        ctx.graph.add_constant(group_scales.reshape(rows, columns), DType.F32),
+    ]
+    if zeros is not None:
+        inputs.append(ctx.graph.add_constant(zeros.float().reshape(rows, columns), DType.F32))
+    ctx.emit(StepKind.GATHER, inputs, [ctx.output(node)], {"axis": [0], "group_size": [dim // columns]})
+
+
 AFFINE_RULES: dict[object, OpRule] = {
+    **dict.fromkeys(EMBEDDINGS, OpRule(lower_quantized_embedding, compute=False)),
     DEQUANTIZE: OpRule(lower_dequantize_affine, users_ok=every_user_taken),
     QUANTIZE: OpRule(lower_chain_link, users_ok=every_user_taken, pattern_member=True),
     CHOOSE_QPARAMS: OpRule(lower_chain_link, users_ok=every_user_taken, pattern_member=True),

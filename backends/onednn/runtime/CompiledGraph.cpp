@@ -349,8 +349,16 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
         arg_reduce_rows(loop.arg_reduce, static_cast<const float*>(source), static_cast<int64_t*>(target), begin, end);
       });
       return Error::Ok;
-    case HostLoop::Kind::Gather:
-      return gather_rows(loop.gather, source, aux, target);
+    case HostLoop::Kind::Gather: {
+      CompressedRows compressed;
+      if (!step.host_sources.empty()) {
+        compressed.scales = static_cast<const float*>(step.host_sources[0].get_data_handle());
+      }
+      if (step.host_sources.size() > 1) {
+        compressed.zero_points = static_cast<const float*>(step.host_sources[1].get_data_handle());
+      }
+      return gather_rows(loop.gather, source, aux, target, compressed);
+    }
     case HostLoop::Kind::Elementwise:
       return host_elementwise(
           loop.elementwise,

@@ -51,10 +51,22 @@ struct GatherRows {
   size_t extent = 0;
   size_t count = 0;
   size_t row_bytes = 0;
+  // Compressed rows (a quantized embedding, outer 1): `bits` 4 (S4, two values a byte, the even one in
+  // the low nibble) or 8 (S8) per value, `row_values` of them a row, each dequantized as it is copied:
+  // (value - zero_point) * scale, one scale (and zero point) per `group` values, into f32.
+  int bits = 0;
+  size_t row_values = 0;
+  size_t group = 0;
+};
+
+struct CompressedRows {
+  const float* scales = nullptr;      // [extent, row_values / group]
+  const float* zero_points = nullptr; // the same, or none
 };
 
 // Every index is checked before anything is copied: one out of [0, extent) fails the step.
-inline runtime::Error gather_rows(const GatherRows& gather, const void* data, const void* indices, void* dst) {
+inline runtime::Error gather_rows(
+    const GatherRows& gather, const void* data, const void* indices, void* dst, const CompressedRows& compressed = {}) {
   const auto* index = static_cast<const int64_t*>(indices);
   for (size_t j = 0; j < gather.count; ++j) {
     if (index[j] < 0 || static_cast<uint64_t>(index[j]) >= gather.extent) {
@@ -69,6 +81,27 @@ inline runtime::Error gather_rows(const GatherRows& gather, const void* data, co
   }
   const auto* from = static_cast<const uint8_t*>(data);
   auto* to = static_cast<uint8_t*>(dst);
+  if (gather.bits != 0) {
+    const size_t groups = gather.row_values / gather.group;
+    auto* out = static_cast<float*>(dst);
+    for (size_t j = 0; j < gather.count; ++j) {
+      const auto row = static_cast<size_t>(index[j]);
+      const uint8_t* bytes = from + row * gather.row_bytes;
+      for (size_t v = 0; v < gather.row_values; ++v) {
+        int32_t value;
+        if (gather.bits == 4) {
+          const int32_t nibble = (bytes[v / 2] >> (4 * (v % 2))) & 0x0F;
+          value = nibble >= 8 ? nibble - 16 : nibble;
+        } else {
+          value = static_cast<int8_t>(bytes[v]);
+        }
+        const size_t g = row * groups + v / gather.group;
+        const float zero = compressed.zero_points != nullptr ? compressed.zero_points[g] : 0.0f;
+        out[j * gather.row_values + v] = (static_cast<float>(value) - zero) * compressed.scales[g];
+      }
+    }
+    return runtime::Error::Ok;
+  }
   for (size_t o = 0; o < gather.outer; ++o) {
     for (size_t j = 0; j < gather.count; ++j) {
       const size_t row = o * gather.extent + static_cast<size_t>(index[j]);

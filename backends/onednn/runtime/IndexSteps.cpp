@@ -112,10 +112,71 @@ void build_arg_reduction(const StepRecord& step, GraphBuilder& graph) {
   graph.add_host_loop(loop, host_result(graph, dst), source);
 }
 
+namespace {
+
+// A quantized embedding: S4 or S8 rows [V, D] with f32 scales (and zero points) [V, D / group_size],
+// dequantized into f32 as they are gathered.
+void build_compressed_gather(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t data = step.inputs[0];
+  const uint32_t indices = step.inputs[1];
+  const uint32_t dst = step.outputs[0];
+  const DType type = dtype_of(graph, data);
+  const memory::dims data_dims = graph.dims(data);
+  ODNN_CHECK(
+      graph.is_constant(data) && data_dims.size() == 2 && step.int_scalar("axis") == 0,
+      "compressed rows must be a constant [V, D] gathered along dim 0");
+  require_dtype(graph, indices, dtype_of(graph, indices) == DType::S64, "indices", "S64");
+  require_dtype(graph, dst, is_float(dtype_of(graph, dst)), "dst", "F32 or BF16");
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Gather;
+  loop.gather.outer = 1;
+  loop.gather.extent = static_cast<size_t>(data_dims[0]);
+  loop.gather.count = count_of(graph.dims(indices));
+  loop.gather.bits = type == DType::S4 ? 4 : 8;
+  loop.gather.row_values = static_cast<size_t>(data_dims[1]);
+  loop.gather.row_bytes = plain_desc({1, data_dims[1]}, graph.data_type(data)).get_size();
+  const int64_t group = step.has("group_size") ? step.int_scalar("group_size") : 0;
+  ODNN_CHECK(
+      group > 0 && data_dims[1] % group == 0,
+      "group_size %lld must divide D = %lld",
+      (long long)group,
+      (long long)data_dims[1]);
+  loop.gather.group = static_cast<size_t>(group);
+  const memory::dims group_dims{data_dims[0], data_dims[1] / group};
+  std::vector<BufferId> more;
+  for (size_t slot = 2; slot < 4; ++slot) {
+    if (step.has_input(slot)) {
+      const uint32_t id = step.inputs[slot];
+      ODNN_CHECK(
+          graph.is_constant(id) && graph.data_type(id) == DataType::f32 && graph.dims(id) == group_dims,
+          "scales and zero points must be F32 constants %s",
+          dims_string(group_dims).c_str());
+      more.push_back(graph.plain_input(id));
+    }
+  }
+  ODNN_CHECK(step.has_input(2), "compressed rows need their scales");
+  memory::dims dst_dims = graph.dims(indices);
+  dst_dims.push_back(data_dims[1]);
+  ODNN_CHECK(
+      count_of(graph.dims(dst)) == count_of(dst_dims),
+      "dst %s must hold a row of %lld values per index",
+      dims_string(graph.dims(dst)).c_str(),
+      (long long)data_dims[1]);
+  const BufferId target = graph.define(dst, plain_desc(graph.dims(dst), DataType::f32));
+  graph.add_host_loop(loop, target, graph.buffer(data), graph.plain_input(indices), more);
+}
+
+} // namespace
+
 void build_gather(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t data = step.inputs[0];
   const uint32_t indices = step.inputs[1];
   const uint32_t dst = step.outputs[0];
+  if (dtype_of(graph, data) == DType::S4 || dtype_of(graph, data) == DType::S8) {
+    build_compressed_gather(step, graph);
+    return;
+  }
+  ODNN_CHECK(!step.has_input(2), "scales given for rows of %s", dtype_name(graph.value(data).dtype));
   require_dtype(graph, data, is_float(dtype_of(graph, data)), "data", "F32 or BF16");
   require_dtype(graph, indices, dtype_of(graph, indices) == DType::S64, "indices", "S64");
   require_dtype(graph, dst, is_float(dtype_of(graph, dst)), "dst", "F32 or BF16");

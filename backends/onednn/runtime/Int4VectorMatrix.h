@@ -1,7 +1,8 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
 // torchao's "8da4w" linear layers on the host: int8 activations quantized per row (dynamic,
-// asymmetric) times int4 weights with grouped f32 scales and no zero points. A decode step (one row)
+// asymmetric) times int4 weights with grouped f32 scales and no zero points; and its weight-only "4w"
+// ones, f32 rows times the same weights (int4_float_vector_matrix, at the end). A decode step (one row)
 // streams the 4-bit weights from memory once per token; oneDNN 3.13.1 runs that shape at about 3.5 GB/s
 // of weight bytes on one core of an AVX-512 Xeon. The kernels here run at the core's memory bandwidth:
 // one thread, n 8192, k 2048, 1 GiB of weights rotated, 12-13.5 GB/s of weight bytes at group 128 and
@@ -85,5 +86,37 @@ void subtract_zero_point_terms(
     const float* terms,
     size_t begin,
     size_t end);
+
+// torchao's weight-only int4 ("4w") linear layers: an f32 row times the same packed int4 weights,
+// with grouped scales and optional int8 zero points. Decode streams the weights as 8da4w does; the
+// vector kernels turn each nibble into its dequantized f32 weight on the way (see
+// int4_float_vector_matrix) and run at the int8-row kernels' bytes per second on AVX-512.
+struct Int4FloatRowOperands {
+  const float* row = nullptr;          // k values
+  const uint8_t* weights = nullptr;    // [n, k / 2] packed int4, as for int4_vector_matrix
+  const float* scales = nullptr;       // [n, k / group]
+  const int8_t* zero_points = nullptr; // [n, k / group] in [-8, 7], or none (all zero)
+  const float* bias = nullptr;         // [n], or none
+  float* dst = nullptr;                // [n]
+};
+
+// dst[r] for r in [begin, end): torchao's dequantize_affine then linear in f32,
+//   sum over k of row[k] * W[r, k] (+ bias[r]), W[r, k] = float(w[r, k] - zero_points[r, g]) * scales[r, g]
+// for k in group g. Sums in f32, in an order that depends on the path:
+// - the scalar loop adds row[k] * W[r, k] in order of k;
+// - AVX-512 makes W exactly as above, bit for bit (a 16-entry f32 table per group, indexed by the
+//   nibbles), and adds the products by FMA into four vector sums (by the parity of k and of k / 32),
+//   which it adds pairwise, then their lanes;
+// - AVX2 sums row[k] * float(w - zero point) over each 64 values (two vector sums, by the parity of
+//   k), scales each sum by its lanes' group scales into two running sums, and adds those up last.
+// Zero points must lie in [-8, 7], as torchao's int4 quantization makes them: the AVX2 kernel holds
+// 8 * (w - zero point) in a byte. NaN and infinity in the row propagate as they would through the
+// f32 products; like the reference, a finite row whose products overflow f32 gives infinity, and on
+// AVX2 a row whose values lie below 2^-99 in magnitude loses bits to denormals (it runs on the row
+// times 2^-27 or 2^-28, a power of two that lets the weights convert from the top byte of an int32).
+// The other columns of dst are untouched. Threads may call it on disjoint ranges at once; each keeps
+// the row rearranged for its kernel, and per-row tables, in buffers of its own.
+void int4_float_vector_matrix(
+    const Int4MatrixShape& shape, const Int4FloatRowOperands& operands, size_t begin, size_t end);
 
 } // namespace executorch::backends::onednn

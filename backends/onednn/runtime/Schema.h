@@ -184,7 +184,7 @@ inline constexpr CodeRow<StepKind, StepSignature> kStepSignatures[] = {
     {StepKind::RmsNorm, {"RMS_NORM", 1, 2, false, false, 1, false}},
     {StepKind::AdaptivePooling, {"ADAPTIVE_POOLING", 1, 1, false, false, 1, false}},
     {StepKind::ArgReduction, {"ARG_REDUCTION", 1, 1, false, false, 1, true}},
-    {StepKind::Gather, {"GATHER", 2, 2, false, false, 1, true}},
+    {StepKind::Gather, {"GATHER", 2, 4, false, false, 1, true}},
     {StepKind::HostElementwise, {"HOST_ELEMENTWISE", 2, 3, false, false, 1, true}},
     {StepKind::IndexPut, {"INDEX_PUT", 3, 3, true, false, 1, true}},
     {StepKind::CompressedMatmul, {"COMPRESSED_MATMUL", 3, 5, false, false, 1, false}},

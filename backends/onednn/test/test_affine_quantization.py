@@ -117,3 +117,49 @@ def test_a_dequantized_weight_read_by_another_op_stays_out_of_the_delegate() -> 
     exir.to_edge_transform_and_lower(ep, partitioner=[partitioner])
     reasons = [reason for name, reason in partitioner.rejections.items() if "dequantize_affine" in name]
     assert reasons and "would need" in reasons[0], partitioner.rejections
+
+
+class QuantizedEmbedding(nn.Module):
+    """ExecuTorch's quantized embedding ops as export_llm's embedding_quantize writes them."""
+
+    def __init__(self, bits: int, group: int | None, zero_points: bool) -> None:
+        super().__init__()
+        import executorch.exir.passes._quant_patterns_and_replacements  # noqa: F401  (registers the ops)
+
+        rows, dim = 50, 64
+        columns = 1 if group is None else dim // group
+        torch.manual_seed(1)
+        if bits == 4:
+            self.register_buffer("weight", torch.randint(0, 256, (rows, dim // 2), dtype=torch.uint8))
+        else:
+            self.register_buffer("weight", torch.randint(-128, 128, (rows, dim), dtype=torch.int8))
+        scales = torch.rand(rows, columns) * 0.1 + 0.01
+        self.register_buffer("scales", scales if group is not None else scales.reshape(rows))
+        self.register_buffer("zero_points", torch.randint(-3, 4, scales.shape).float().reshape(self.scales.shape))
+        self.bits, self.use_zero_points = bits, zero_points
+
+    def forward(self, indices: torch.Tensor) -> torch.Tensor:
+        ops = torch.ops.quantized_decomposed
+        zeros = self.zero_points if self.use_zero_points else None
+        if self.bits == 4:
+            rows = ops.embedding_4bit.dtype(self.weight, self.scales, zeros, -8, 7, indices, dtype=torch.float32)
+        else:
+            rows = ops.embedding_byte.dtype(self.weight, self.scales, zeros, -128, 127, indices, dtype=torch.float32)
+        return rows * 2
+
+
+@pytest.mark.parametrize(
+    ("bits", "group", "zero_points"), [(4, 32, False), (4, 16, True), (8, None, False), (8, 32, True)]
+)
+def test_quantized_embeddings_gather_compressed_rows_exactly(bits: int, group: int | None, zero_points: bool) -> None:
+    model = QuantizedEmbedding(bits, group, zero_points).eval()
+    indices = torch.tensor([[3, 0, 49, 3, 17]])
+    lowered = lower(model, (indices,))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    gathers = lowered.steps(StepKind.GATHER)
+    (graph,) = lowered.payloads()
+    assert len(gathers) == 1 and graph.values[gathers[0].inputs[0]].dtype == (DType.S4 if bits == 4 else DType.S8)
+    with torch.no_grad():
+        expected = model(indices)
+    (actual,) = execute(lowered.buffer, [indices])
+    assert torch.equal(actual, expected)

@@ -101,7 +101,7 @@ def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_
     ("overrides", "message"),
     [
         (["quantization.qmode=int8"], "not supported by export-llm yet"),
-        (["quantization.embedding_quantize=4,32"], "not supported by export-llm yet"),
+        (["quantization.pt2e_quantize=xnnpack_dynamic"], "not supported by export-llm yet"),
         (["backend.xnnpack.enabled=True"], "export-llm lowers to oneDNN"),
         (["model.no_such_option=1"], "not an LlmConfig"),
         (["model.use_kv_cache"], "KEY=VALUE"),
@@ -115,9 +115,9 @@ def test_export_llm_refuses_what_it_cannot_do_in_one_line(
     assert len(error) == 1 and message in error[0], error
 
 
-@pytest.mark.parametrize(("qmode", "group"), [("8da4w", 32), ("4w", 64)])
+@pytest.mark.parametrize(("qmode", "group", "embedding"), [("8da4w", 32, "4,32"), ("4w", 64, None)])
 def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quantized_model(
-    checkpoint: dict[str, object], qmode: str, group: int
+    checkpoint: dict[str, object], qmode: str, group: int, embedding: str | None
 ) -> None:
     """export_llm's own quantization of the linear layers: every linear becomes one COMPRESSED_MATMUL
     with 4-bit weights, and the prompt's logits follow the eager quantized model (export_llm's pipeline
@@ -142,6 +142,7 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
         "export.max_context_length=64",
         f"quantization.qmode={qmode}",
         f"quantization.group_size={group}",
+        *([f"quantization.embedding_quantize='{embedding}'"] if embedding else []),
     ]
     assert main(["export-llm", *overrides, f"export.output_name={pte}"]) == 0
 
@@ -153,6 +154,13 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
     assert len(linears) == 7 * layers + 1
     stored = {payload.values[step.inputs[1]].dtype for payload in payloads for step in payload.steps if step in linears}
     assert stored == {DType.S4}
+    tables = [
+        payload.values[step.inputs[0]].dtype
+        for payload in payloads
+        for step in payload.steps
+        if step.kind == StepKind.GATHER
+    ]
+    assert tables == ([DType.S4] if embedding else [DType.F32])
     manager = llama._prepare_for_llama_export(read_config(None, overrides))
     reference = manager.export().pre_autograd_graph_module
     tokens = torch.tensor([[1, 4, 2, 7, 3, 5]])
