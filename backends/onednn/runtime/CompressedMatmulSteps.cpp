@@ -118,43 +118,52 @@ BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4Mat
   return graph.owned_constant(plain_desc({op.n}), terms.data());
 }
 
-void add_decompression_matmul(
+// oneDNN's matmul of `rows` by the weights read in place, their group scales (and zero points) as
+// attributes: with `row_scales` (per-row src scales) s8 rows, else f32 or bf16 rows whose type the
+// weights are dequantized to inside the kernel, as the program's dequantize_affine does.
+void add_weights_matmul(
     const StepRecord& step,
     GraphBuilder& graph,
     const CompressedOperands& op,
     BufferId rows,
-    DataType type,
+    BufferId row_scales,
     BufferId dst) {
+  const memory::desc& src_desc = graph.buffer_desc(rows);
+  const DataType src_type = src_desc.get_data_type();
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
-  const memory::dims groups{op.group, 1};
-  attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), groups, DataType::f32);
+  attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::f32);
   if (op.zero_points != kNoValue) {
-    attr.set_zero_points(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), groups, DataType::s8);
+    attr.set_zero_points(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::s8);
   }
-  // Weights dequantized to the rows' type inside the kernel, as the program's dequantize_affine does.
-  attr.set_fpmath_mode(type == DataType::bf16 ? dnnl::fpmath_mode::bf16 : dnnl::fpmath_mode::strict, true);
-  const memory::desc src_desc = plain_desc({op.rows, op.k}, type);
+  if (row_scales != kNoBuffer) {
+    attr.set_scales(DNNL_ARG_SRC, (1 << 0) | (1 << 1), {1, op.k}, DataType::f32);
+  } else {
+    attr.set_fpmath_mode(src_type == DataType::bf16 ? dnnl::fpmath_mode::bf16 : dnnl::fpmath_mode::strict, true);
+  }
   const memory::desc weights_desc = weights_view(op, graph.data_type(op.weights));
-  const memory::desc dst_desc = graph.buffer_desc(dst);
   const bool has_bias = step.has_input(3);
+  const memory::desc bias_desc = plain_desc({1, op.n});
   dnnl::matmul::primitive_desc pd;
   try {
     pd = has_bias ? dnnl::matmul::primitive_desc(
-                        graph.engine(), src_desc, weights_desc, plain_desc({1, op.n}), dst_desc, attr)
-                  : dnnl::matmul::primitive_desc(graph.engine(), src_desc, weights_desc, dst_desc, attr);
+                        graph.engine(), src_desc, weights_desc, bias_desc, graph.buffer_desc(dst), attr)
+                  : dnnl::matmul::primitive_desc(graph.engine(), src_desc, weights_desc, graph.buffer_desc(dst), attr);
   } catch (const dnnl::error&) {
     fail(
         runtime::Error::NotSupported,
-        "oneDNN has no matmul for %s rows times %s weights in groups of %lld on this CPU",
-        dnnl::memory::desc(src_desc).get_data_type() == DataType::bf16 ? "bf16" : "f32",
+        "oneDNN has no matmul of %s rows by %s weights in groups of %lld on this CPU",
+        src_type == DataType::s8     ? "s8"
+        : src_type == DataType::bf16 ? "bf16"
+                                     : "f32",
         dtype_name(graph.value(op.weights).dtype),
-        (long long)op.group);
+        static_cast<long long>(op.group));
   }
+  const memory::desc groups_desc = plain_desc({op.k / op.group, op.n});
   ArgList args{
       {DNNL_ARG_SRC, rows},
       {DNNL_ARG_WEIGHTS, graph.input_view(op.weights, weights_desc, weights_desc)},
       {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
-       graph.input_view(op.scales, group_view(op, DataType::f32), plain_desc({op.k / op.group, op.n}))},
+       graph.input_view(op.scales, group_view(op, DataType::f32), groups_desc)},
       {DNNL_ARG_DST, dst}};
   if (op.zero_points != kNoValue) {
     args.emplace_back(
@@ -162,8 +171,11 @@ void add_decompression_matmul(
         graph.input_view(
             op.zero_points, group_view(op, DataType::s8), plain_desc({op.k / op.group, op.n}, DataType::s8)));
   }
+  if (row_scales != kNoBuffer) {
+    args.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, row_scales);
+  }
   if (has_bias) {
-    args.emplace_back(DNNL_ARG_BIAS, graph.input_view(step.inputs[3], plain_desc({1, op.n}), plain_desc({1, op.n})));
+    args.emplace_back(DNNL_ARG_BIAS, graph.input_view(step.inputs[3], bias_desc, bias_desc));
   }
   graph.add_primitive(dnnl::matmul(pd), pd, args);
 }
@@ -202,33 +214,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     } else {
       // oneDNN takes per-row src scales but not per-row zero points (its reference kernel): the
       // product of the raw q, then each row's zero point times the column terms taken off.
-      dnnl::primitive_attr attr = GraphBuilder::default_attr();
-      attr.set_scales(DNNL_ARG_SRC, (1 << 0) | (1 << 1), {1, op.k}, DataType::f32);
-      attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::f32);
-      const memory::desc weights_desc = weights_view(op, DataType::s4);
-      const memory::desc q_desc = plain_desc({op.rows, op.k}, DataType::s8);
-      const bool has_bias = step.has_input(3);
-      dnnl::matmul::primitive_desc pd;
-      try {
-        pd = has_bias
-                 ? dnnl::matmul::primitive_desc(
-                       graph.engine(), q_desc, weights_desc, plain_desc({1, op.n}), graph.buffer_desc(dst), attr)
-                 : dnnl::matmul::primitive_desc(graph.engine(), q_desc, weights_desc, graph.buffer_desc(dst), attr);
-      } catch (const dnnl::error&) {
-        fail(runtime::Error::NotSupported, "oneDNN has no s8 x s4 matmul with per-row scales on this CPU");
-      }
-      ArgList args{
-          {DNNL_ARG_SRC, quantized.q},
-          {DNNL_ARG_WEIGHTS, graph.input_view(op.weights, weights_desc, weights_desc)},
-          {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, graph.alias(quantized.params, plain_desc({op.rows, 1}))},
-          {DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
-           graph.input_view(op.scales, group_view(op, DataType::f32), plain_desc({op.k / op.group, op.n}))},
-          {DNNL_ARG_DST, dst}};
-      if (has_bias) {
-        args.emplace_back(
-            DNNL_ARG_BIAS, graph.input_view(step.inputs[3], plain_desc({1, op.n}), plain_desc({1, op.n})));
-      }
-      graph.add_primitive(dnnl::matmul(pd), pd, args);
+      add_weights_matmul(step, graph, op, quantized.q, graph.alias(quantized.params, plain_desc({op.rows, 1})), dst);
       HostLoop loop;
       loop.kind = HostLoop::Kind::ZeroPointTerms;
       loop.outer = static_cast<size_t>(op.rows);
@@ -251,7 +237,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
   const DataType result_type = type == DataType::bf16 ? graph.compute_type(output) : DataType::f32;
   const BufferId result = graph.define(output, plain_desc(out_dims, result_type));
-  add_decompression_matmul(step, graph, op, rows, type, graph.alias(result, plain_desc({op.rows, op.n}, result_type)));
+  add_weights_matmul(step, graph, op, rows, kNoBuffer, graph.alias(result, plain_desc({op.rows, op.n}, result_type)));
 }
 
 } // namespace executorch::backends::onednn
