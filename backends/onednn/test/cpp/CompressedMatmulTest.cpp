@@ -140,27 +140,26 @@ TEST(CompressedMatmul, FourBitValuesOutsideConstantsAreRefused) {
   EXPECT_NE(init_error(model.payload.build(), &model.data), Error::Ok);
 }
 
-TEST(CompressedMatmul, MismatchedScalesGroupsAndBytesAreRefused) {
-  const Weights w = make_weights();
-  for (const int64_t group : {0, 48, 64}) { // 64: the scales hold K / 32 columns
-    Model model;
-    const uint32_t src = model.input({1, kK});
-    const uint32_t weights = raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4);
-    const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
-    const uint32_t dst = model.value({1, kN});
-    model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {group})});
-    model.output(dst, {1, kN});
-    EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram) << group;
-  }
-  // Weights stored with a byte per value where S4 holds two: the constant's size is checked.
+// One row times int4 weights stored as `bytes`, read in groups of `group`.
+Error init_with(const Weights& w, std::vector<uint8_t> bytes, int64_t group) {
   Model model;
   const uint32_t src = model.input({1, kK});
-  const uint32_t weights = raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S4);
+  const uint32_t weights = raw_constant(model, {kN, kK}, std::move(bytes), DType::S4);
   const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
   const uint32_t dst = model.value({1, kN});
-  model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {kGroup})});
+  model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {group})});
   model.output(dst, {1, kN});
-  EXPECT_EQ(init_error(model.payload.build(), &model.data), Error::InvalidProgram);
+  return init_error(model.payload.build(), &model.data);
+}
+
+TEST(CompressedMatmul, MismatchedScalesGroupsAndBytesAreRefused) {
+  const Weights w = make_weights();
+  EXPECT_EQ(init_with(w, packed_int4(w.values), kGroup), Error::Ok);
+  for (const int64_t group : {0, 48, 64}) { // 64: the scales hold K / 32 columns
+    EXPECT_EQ(init_with(w, packed_int4(w.values), group), Error::InvalidProgram) << group;
+  }
+  // A byte per value where S4 holds two: the constant's size is checked.
+  EXPECT_EQ(init_with(w, to_bytes(w.values), kGroup), Error::InvalidProgram);
 }
 
 } // namespace
