@@ -428,6 +428,7 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::QuantizeRowsAffine:
     case HostLoop::Kind::DequantizeRowsAffine:
     case HostLoop::Kind::Int4VectorMatrix:
+    case HostLoop::Kind::Int4FloatVectorMatrix:
     case HostLoop::Kind::ZeroPointTerms:
       return run_affine_step(step, source, target, aux);
     case HostLoop::Kind::ReduceExtremum:
@@ -442,6 +443,16 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
   }
   return Error::Internal; // unreachable: every kind is handled above
 }
+
+namespace {
+
+// Whole columns of int4 weights per task: about 32 KiB of them, so that a decode step's thousands of
+// columns split evenly between the threads.
+size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
+  return std::max<size_t>(16, 65536 / std::max<size_t>(1, shape.k));
+}
+
+} // namespace
 
 // torchao's affine quantization (COMPRESSED_MATMUL): each row's scale and zero point live in aux
 // [2, rows], the scales first (oneDNN reads them as per-row src scales), the zero points as int32 after.
@@ -496,13 +507,26 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.weights = static_cast<const uint8_t*>(handle(0));
       operands.scales = static_cast<const float*>(handle(1));
       operands.terms = static_cast<const float*>(handle(2));
-      operands.bias = step.host_sources.size() > 3 ? static_cast<const float*>(handle(3)) : nullptr;
+      operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
-      const Int4MatrixShape& shape = loop.int4;
-      parallel_chunks(
-          shape.n, std::max<size_t>(16, 65536 / std::max<size_t>(1, shape.k)), [&](size_t begin, size_t end) {
-            int4_vector_matrix(shape, operands, begin, end);
-          });
+      parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
+        int4_vector_matrix(loop.int4, operands, begin, end);
+      });
+      return Error::Ok;
+    }
+    case HostLoop::Kind::Int4FloatVectorMatrix: {
+      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
+      Int4FloatRowOperands operands;
+      operands.row = static_cast<const float*>(source);
+      operands.weights = static_cast<const uint8_t*>(handle(0));
+      operands.scales = static_cast<const float*>(handle(1));
+      operands.bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
+      operands.zero_points =
+          loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
+      operands.dst = static_cast<float*>(target);
+      parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
+        int4_float_vector_matrix(loop.int4, operands, begin, end);
+      });
       return Error::Ok;
     }
     default:

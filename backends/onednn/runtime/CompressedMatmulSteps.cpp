@@ -10,6 +10,7 @@
 //                                                the rows' zero points taken off on the host
 //   otherwise                                    oneDNN's weight decompression (f32 or bf16 rows; rows
 //                                                to quantize are quantized and dequantized first)
+#include <algorithm>
 #include <vector>
 
 #include "CpuIsa.h"
@@ -180,6 +181,16 @@ void add_weights_matmul(
   graph.add_primitive(dnnl::matmul(pd), pd, args);
 }
 
+// The host kernel for f32 rows takes int4 zero points only (in [-8, 7]).
+bool zero_points_fit_int4(GraphBuilder& graph, const CompressedOperands& op) {
+  if (op.zero_points == kNoValue) {
+    return true;
+  }
+  const auto* zero_points = static_cast<const int8_t*>(graph.constant_data(op.zero_points));
+  const size_t count = static_cast<size_t>(op.n * (op.k / op.group));
+  return std::all_of(zero_points, zero_points + count, [](int8_t z) { return z >= -8 && z <= 7; });
+}
+
 } // namespace
 
 void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
@@ -206,8 +217,9 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
       HostLoop loop;
       loop.kind = HostLoop::Kind::Int4VectorMatrix;
       loop.int4 = shape;
+      loop.int4_bias = step.has_input(3);
       std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales), terms};
-      if (step.has_input(3)) {
+      if (loop.int4_bias) {
         more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
       }
       graph.add_host_loop(loop, dst, quantized.q, quantized.params, more);
@@ -234,6 +246,24 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     loop.extent = static_cast<size_t>(op.k);
     rows = graph.scratch(plain_desc({op.rows, op.k}));
     graph.add_host_loop(loop, rows, quantized.q, quantized.params);
+  }
+  if (op.rows == 1 && graph.data_type(op.weights) == DataType::s4 && zero_points_fit_int4(graph, op)) {
+    // One row: the host kernel, in f32 (a bf16 row converted exactly, the result rounded to bf16 after).
+    const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Int4FloatVectorMatrix;
+    loop.int4 = shape;
+    loop.int4_bias = step.has_input(3);
+    loop.int4_zero_points = op.zero_points != kNoValue;
+    std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales)};
+    if (loop.int4_bias) {
+      more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
+    }
+    if (loop.int4_zero_points) {
+      more.push_back(graph.plain_input(op.zero_points));
+    }
+    graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
+    return;
   }
   const DataType result_type = type == DataType::bf16 ? graph.compute_type(output) : DataType::f32;
   const BufferId result = graph.define(output, plain_desc(out_dims, result_type));

@@ -55,6 +55,9 @@ struct HostLoop {
     // dst = the quantized row in src (aux: its scale and zero point) times int4 weights: the more
     // sources are the weights, their group scales, the column terms and the bias when given.
     Int4VectorMatrix,
+    // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
+    // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).
+    Int4FloatVectorMatrix,
     ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (src, as aux above) * aux[column]
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
@@ -84,7 +87,9 @@ struct HostLoop {
   ExtremumReduction extremum;      // ReduceExtremum
   WinogradShape winograd;          // WinogradInput, WinogradOutput
   VectorMatrixShape vector_matrix; // VectorMatrix
-  Int4MatrixShape int4;            // Int4VectorMatrix
+  Int4MatrixShape int4;            // Int4VectorMatrix, Int4FloatVectorMatrix
+  bool int4_bias = false;          // Int4VectorMatrix, Int4FloatVectorMatrix
+  bool int4_zero_points = false;   // Int4FloatVectorMatrix
 };
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs

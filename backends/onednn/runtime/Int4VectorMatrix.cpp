@@ -16,10 +16,11 @@
 // VNNI and the non-VNNI kernel of a width, so its target names both; the non-VNNI instantiation calls
 // only maddubs and madd, and the compiler makes no VNNI instruction the source does not name (checked
 // with objdump: vpdpbusd appears in the VNNI instantiations only). Code that every vector path runs,
-// VNNI or not, is compiled without VNNI (ODNN_AVX2_PLAIN).
+// VNNI or not, and the f32-row kernels are compiled without VNNI (ODNN_AVX2_PLAIN, ODNN_AVX512_PLAIN).
 #define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 #define ODNN_AVX2 __attribute__((target("avx2,fma,avxvnni")))
 #define ODNN_AVX2_PLAIN __attribute__((target("avx2,fma")))
+#define ODNN_AVX512_PLAIN __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12's own AVX-512 intrinsics (GCC bug 105593)
@@ -371,11 +372,11 @@ ODNN_AVX2 inline __m256 group_lanes_avx2(
   return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
 }
 
-ODNN_AVX2 inline __m256 two_scales_avx2(float first, float second) {
+ODNN_AVX2_PLAIN inline __m256 two_scales_avx2(float first, float second) {
   return _mm256_blend_ps(_mm256_set1_ps(first), _mm256_set1_ps(second), 0xF0);
 }
 
-ODNN_AVX2 inline float horizontal_sum_avx2(__m256 v) {
+ODNN_AVX2_PLAIN inline float horizontal_sum_avx2(__m256 v) {
   __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   four = _mm_add_ps(four, _mm_movehl_ps(four, four));
   return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
@@ -606,6 +607,440 @@ void subtract_zero_point_terms(
     for (size_t r = 0; r < n; ++r) {
       out[r] -= factor * terms[r];
     }
+  }
+}
+
+// ---- f32 rows times int4 weights (4w) ----
+
+namespace {
+
+// Nibble n's value as f32: n, or n - 16 from 8 on.
+alignas(64) constexpr float kNibbleValues[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+
+struct PreparedFloatRow {
+  std::vector<float> row;             // in the order the kernel reads the weights
+  std::vector<float> zero_points;     // AVX-512: a weight row's zero points, as f32
+  std::vector<uint32_t> chunk_groups; // AVX-512, groups of other multiples of 32: per 32 values, their group
+  std::vector<uint8_t> tables;        // AVX2: a weight row's byte tables, 16 bytes a group
+};
+
+void finish_float(const Int4FloatRowOperands& operands, size_t r, float sum) {
+  operands.dst[r] = operands.bias != nullptr ? sum + operands.bias[r] : sum;
+}
+
+// Adds row[k] * W[r, k] into two sums, of even and of odd k, each in order of k (one sum would wait on
+// every add), then adds those; W from a table of the group's 16 dequantized weights. An even group
+// takes whole bytes.
+void float_rows_scalar(const Int4MatrixShape& shape, const Int4FloatRowOperands& operands, size_t begin, size_t end) {
+  const size_t groups = shape.k / shape.group;
+  const float* x = operands.row;
+  for (size_t r = begin; r < end; ++r) {
+    const uint8_t* row = operands.weights + r * (shape.k / 2);
+    float even = 0.0f, odd = 0.0f;
+    for (size_t g = 0; g < groups; ++g) {
+      const float scale = operands.scales[r * groups + g];
+      const float zero = operands.zero_points != nullptr ? operands.zero_points[r * groups + g] : 0.0f;
+      float table[16];
+      for (size_t n = 0; n < 16; ++n) {
+        table[n] = (kNibbleValues[n] - zero) * scale;
+      }
+      const size_t first = g * shape.group, last = first + shape.group;
+      if (shape.group % 2 == 0) {
+        for (size_t i = first / 2; i < last / 2; ++i) {
+          even += x[2 * i] * table[row[i] & 0x0F];
+          odd += x[2 * i + 1] * table[row[i] >> 4];
+        }
+      } else {
+        for (size_t k = first; k < last; ++k) {
+          (k % 2 == 0 ? even : odd) += x[k] * table[(row[k / 2] >> (4 * (k % 2))) & 0x0F];
+        }
+      }
+    }
+    finish_float(operands, r, even + odd);
+  }
+}
+
+// ---- AVX-512 ----
+// Per 32 values (16 bytes of weights, within one group): the bytes widened to int32 lanes index a
+// table of the group's 16 dequantized weights by their low nibble (k even) and, shifted, by their high
+// one (k odd); vpermps reads the low 4 bits of an index, so the low nibble needs no mask. Per 16
+// bytes: a widening load, a shift, two permutes and two FMAs, plus a multiply (and with zero points a
+// subtract) per group for its table.
+
+// Per 32 values: the 16 at even k, then the 16 at odd k.
+ODNN_AVX512_PLAIN void prepare_float_avx512(const Int4MatrixShape& shape, const float* row, std::vector<float>& out) {
+  out.resize(shape.k);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (size_t c = 0; c < shape.k; c += kSegment) {
+    const __m512 first = _mm512_loadu_ps(row + c), second = _mm512_loadu_ps(row + c + 16);
+    _mm512_storeu_ps(out.data() + c, _mm512_permutex2var_ps(first, even, second));
+    _mm512_storeu_ps(out.data() + c + 16, _mm512_permutex2var_ps(first, odd, second));
+  }
+}
+
+// A weight row's zero points as f32, 16 at a time.
+ODNN_AVX512_PLAIN void zero_points_f32_avx512(const int8_t* zero_points, size_t groups, float* out) {
+  for (size_t g = 0; g < groups; g += 16) {
+    const __mmask16 mask =
+        groups - g >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (groups - g)) - 1u);
+    const __m128i bytes = _mm_maskz_loadu_epi8(mask, zero_points + g);
+    _mm512_mask_storeu_ps(out + g, mask, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
+  }
+}
+
+// Group g's weights by nibble: (value - zero point) * scale, as torchao's dequantize_affine makes them.
+template <bool ZeroPoints>
+ODNN_AVX512_PLAIN inline __m512 group_table_avx512(
+    __m512 nibbles, const float* scales, const float* zero_points, size_t g) {
+  if constexpr (ZeroPoints) {
+    nibbles = _mm512_sub_ps(nibbles, _mm512_set1_ps(zero_points[g]));
+  }
+  return _mm512_mul_ps(nibbles, _mm512_set1_ps(scales[g]));
+}
+
+// 32 values' products added to `even` (k even) and `odd`.
+ODNN_AVX512_PLAIN inline void chunk_avx512(
+    const uint8_t* weights, const float* x, __m512 table, __m512& even, __m512& odd) {
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(weights)));
+  even = _mm512_fmadd_ps(_mm512_permutexvar_ps(bytes, table), _mm512_loadu_ps(x), even);
+  odd = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table), _mm512_loadu_ps(x + 16), odd);
+}
+
+// How a step's four chunks find their tables: a group each (group 32), a group per two (group 64), a
+// group per one or more whole steps (group % 128 == 0), or through the list of the chunks' groups.
+enum class ChunkGroups { each, pairs, steps, listed };
+
+// Where row `weights` prefetches from: kPrefetchBytes on, but no further than the call's last row, so
+// that every line it fetches is the call's.
+inline const uint8_t* prefetch_base(const uint8_t* weights, const uint8_t* last_row) {
+  return last_row - weights > static_cast<ptrdiff_t>(kPrefetchBytes) ? weights + kPrefetchBytes : last_row;
+}
+
+// A step of 128 values, its chunks with tables t0 to t3.
+ODNN_AVX512_PLAIN inline void float_step_avx512(
+    const uint8_t* weights,
+    const float* x,
+    __m512 t0,
+    __m512 t1,
+    __m512 t2,
+    __m512 t3,
+    __m512& a,
+    __m512& b,
+    __m512& c,
+    __m512& d) {
+  chunk_avx512(weights, x, t0, a, b);
+  chunk_avx512(weights + 16, x + 32, t1, c, d);
+  chunk_avx512(weights + 32, x + 64, t2, a, b);
+  chunk_avx512(weights + 48, x + 96, t3, c, d);
+}
+
+template <bool ZeroPoints, ChunkGroups kind>
+ODNN_AVX512_PLAIN void float_rows_avx512(
+    const Int4MatrixShape& shape,
+    const Int4FloatRowOperands& operands,
+    PreparedFloatRow& prepared,
+    size_t begin,
+    size_t end) {
+  const size_t groups = shape.k / shape.group, steps = shape.k / kStep, row_bytes = shape.k / 2;
+  const size_t step_bytes = kStep / 2;
+  const float* x = prepared.row.data();
+  const uint32_t* chunk_groups = prepared.chunk_groups.data();
+  const uint8_t* last_row = operands.weights + (end - 1) * row_bytes;
+  const __m512 nibbles = _mm512_load_ps(kNibbleValues);
+  prepared.zero_points.resize(groups);
+  float* zero_points = prepared.zero_points.data();
+  for (size_t r = begin; r < end; ++r) {
+    const uint8_t* weights = operands.weights + r * row_bytes;
+    const uint8_t* ahead = prefetch_base(weights, last_row);
+    const float* scales = operands.scales + r * groups;
+    if constexpr (ZeroPoints) {
+      zero_points_f32_avx512(operands.zero_points + r * groups, groups, zero_points);
+    }
+    // Two pairs of sums, alternating by chunk, so that consecutive chunks do not wait on each other.
+    __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps(), c = _mm512_setzero_ps(), d = _mm512_setzero_ps();
+    if constexpr (kind == ChunkGroups::steps) {
+      const size_t group_steps = shape.group / kStep;
+      for (size_t g = 0, t = 0; g < groups; ++g) {
+        const __m512 table = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, g);
+        for (size_t i = 0; i < group_steps; ++i, ++t) {
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + t * step_bytes), _MM_HINT_T1);
+          float_step_avx512(weights + t * step_bytes, x + t * kStep, table, table, table, table, a, b, c, d);
+        }
+      }
+    } else {
+      for (size_t t = 0; t < steps; ++t) {
+        __m512 t0, t1, t2, t3;
+        if constexpr (kind == ChunkGroups::each) {
+          t0 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 4 * t);
+          t1 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 4 * t + 1);
+          t2 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 4 * t + 2);
+          t3 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 4 * t + 3);
+        } else if constexpr (kind == ChunkGroups::pairs) {
+          t0 = t1 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 2 * t);
+          t2 = t3 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, 2 * t + 1);
+        } else {
+          const uint32_t* listed = chunk_groups + 4 * t;
+          t0 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, listed[0]);
+          t1 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, listed[1]);
+          t2 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, listed[2]);
+          t3 = group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, listed[3]);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + t * step_bytes), _MM_HINT_T1);
+        float_step_avx512(weights + t * step_bytes, x + t * kStep, t0, t1, t2, t3, a, b, c, d);
+      }
+      if (shape.k % kStep != 0) { // the last 64 values: two chunks
+        const size_t first = steps * kStep;
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + steps * step_bytes), _MM_HINT_T1);
+        chunk_avx512(
+            weights + steps * step_bytes,
+            x + first,
+            group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, first / shape.group),
+            a,
+            b);
+        chunk_avx512(
+            weights + steps * step_bytes + kSegment / 2,
+            x + first + kSegment,
+            group_table_avx512<ZeroPoints>(nibbles, scales, zero_points, (first + kSegment) / shape.group),
+            c,
+            d);
+      }
+    }
+    finish_float(operands, r, _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d))));
+  }
+}
+
+// ---- AVX2 ----
+// AVX2 has no 16-entry f32 permute. Per 64 values (a block: 32 bytes of weights, a 128-bit lane per
+// 32 values): each weight byte becomes 16 * w (its nibble masked in place, in the top half of the
+// byte) or, with zero points, 8 * (w - zero point) (a byte table per group, by vpshufb); vpshufb puts
+// four such bytes at the top of four int32 lanes, which convert exactly to w * 2^28 or
+// (w - zero point) * 2^27, and the row the kernel reads is the row times 2^-28 or 2^-27. Per 8
+// values: a shuffle, a conversion and an FMA.
+
+// How a block's two halves find their groups: group 32, a group each; a group whose size is a
+// multiple of 64, one for the whole block; another multiple of 32, either.
+enum class BlockGroups { two, one, either };
+
+// Per block, eight vectors of 8: for q in 0..3, values 8q + 2j (j = 0..3) of the block's first half
+// and of its second, times `factor`; then the same at 8q + 2j + 1.
+ODNN_AVX2_PLAIN void prepare_float_avx2(
+    const Int4MatrixShape& shape, const float* row, float factor, std::vector<float>& out) {
+  out.resize(shape.k);
+  const __m256 scale = _mm256_set1_ps(factor);
+  for (size_t b = 0; b < shape.k; b += 2 * kSegment) {
+    for (size_t q = 0; q < 4; ++q) {
+      const __m256 first = _mm256_loadu_ps(row + b + 8 * q), second = _mm256_loadu_ps(row + b + kSegment + 8 * q);
+      // Per 128-bit lane [first's | second's]; then the 64-bit quarters in order.
+      const __m256 even = _mm256_shuffle_ps(first, second, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m256 odd = _mm256_shuffle_ps(first, second, _MM_SHUFFLE(3, 1, 3, 1));
+      _mm256_storeu_ps(
+          out.data() + b + 16 * q,
+          _mm256_mul_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8)), scale));
+      _mm256_storeu_ps(
+          out.data() + b + 16 * q + 8,
+          _mm256_mul_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), 0xD8)), scale));
+    }
+  }
+}
+
+// 8 * nibble n's value.
+alignas(16) constexpr int8_t kEightNibbleValues[16] = {
+    0, 8, 16, 24, 32, 40, 48, 56, -64, -56, -48, -40, -32, -24, -16, -8};
+
+// Byte n of group g's table: 8 * (nibble value n - zero point g), in [-120, 120] for zero points in
+// [-8, 7]. Writes a table past the last group where their number is odd.
+ODNN_AVX2_PLAIN void zero_point_tables_avx2(const int8_t* zero_points, size_t groups, uint8_t* tables) {
+  const __m256i values =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kEightNibbleValues)));
+  for (size_t g = 0; g < groups; g += 16) {
+    const size_t count = std::min<size_t>(16, groups - g);
+    __m128i z;
+    if (count == 16) {
+      z = _mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points + g));
+    } else {
+      int8_t part[16] = {};
+      for (size_t i = 0; i < count; ++i) {
+        part[i] = zero_points[g + i];
+      }
+      z = _mm_loadu_si128(reinterpret_cast<const __m128i*>(part));
+    }
+    // 8 * z per byte: a shift of 16-bit lanes, less the bits it moved into the next byte.
+    const __m256i eight =
+        _mm256_broadcastsi128_si256(_mm_and_si128(_mm_slli_epi16(z, 3), _mm_set1_epi8(static_cast<char>(0xF8))));
+    __m256i index = _mm256_set_m128i(_mm_set1_epi8(1), _mm_setzero_si128());
+    for (size_t j = 0; j < count; j += 2) {
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(tables + 16 * (g + j)),
+          _mm256_sub_epi8(values, _mm256_shuffle_epi8(eight, index)));
+      index = _mm256_add_epi8(index, _mm256_set1_epi8(2));
+    }
+  }
+}
+
+// vpshufb indices putting bytes 4q to 4q + 3 of each 128-bit lane at the top of its four int32.
+struct TopByteIndices {
+  int8_t bytes[4][32];
+};
+
+constexpr TopByteIndices top_byte_indices() {
+  TopByteIndices out{};
+  for (int q = 0; q < 4; ++q) {
+    for (int i = 0; i < 32; ++i) {
+      out.bytes[q][i] = i % 4 == 3 ? static_cast<int8_t>(4 * q + i % 16 / 4) : int8_t{-128};
+    }
+  }
+  return out;
+}
+
+alignas(32) constexpr TopByteIndices kTopByteIndices = top_byte_indices();
+
+ODNN_AVX2_PLAIN inline __m256 top_bytes_avx2(__m256i bytes, size_t q) {
+  return _mm256_cvtepi32_ps(
+      _mm256_shuffle_epi8(bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTopByteIndices.bytes[q]))));
+}
+
+// A block's products, unscaled: `even` and `odd` (lanes 0-3 its first half, 4-7 its second).
+template <bool ZeroPoints>
+ODNN_AVX2_PLAIN inline void block_avx2(
+    const uint8_t* weights, const float* x, __m256i table, __m256& even, __m256& odd) {
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(weights));
+  __m256i low, high; // per weight byte, for its low and its high nibble
+  if constexpr (ZeroPoints) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    low = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, nibble));
+    high = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble));
+  } else {
+    const __m256i top = _mm256_set1_epi8(static_cast<char>(0xF0));
+    low = _mm256_and_si256(_mm256_slli_epi16(bytes, 4), top);
+    high = _mm256_and_si256(bytes, top);
+  }
+  even = _mm256_mul_ps(top_bytes_avx2(low, 0), _mm256_loadu_ps(x));
+  odd = _mm256_mul_ps(top_bytes_avx2(high, 0), _mm256_loadu_ps(x + 8));
+  for (size_t q = 1; q < 4; ++q) {
+    even = _mm256_fmadd_ps(top_bytes_avx2(low, q), _mm256_loadu_ps(x + 16 * q), even);
+    odd = _mm256_fmadd_ps(top_bytes_avx2(high, q), _mm256_loadu_ps(x + 16 * q + 8), odd);
+  }
+}
+
+template <bool ZeroPoints, BlockGroups kind>
+ODNN_AVX2_PLAIN void float_rows_avx2(
+    const Int4MatrixShape& shape,
+    const Int4FloatRowOperands& operands,
+    PreparedFloatRow& prepared,
+    size_t begin,
+    size_t end) {
+  const size_t groups = shape.k / shape.group, blocks = shape.k / (2 * kSegment), block_bytes = kSegment;
+  const size_t row_bytes = shape.k / 2;
+  const float* x = prepared.row.data();
+  const uint8_t* last_row = operands.weights + (end - 1) * row_bytes;
+  prepared.tables.resize(16 * (groups + 1));
+  uint8_t* tables = prepared.tables.data();
+  for (size_t r = begin; r < end; ++r) {
+    const uint8_t* weights = operands.weights + r * row_bytes;
+    const uint8_t* ahead = prefetch_base(weights, last_row);
+    const float* scales = operands.scales + r * groups;
+    if constexpr (ZeroPoints) {
+      zero_point_tables_avx2(operands.zero_points + r * groups, groups, tables);
+    }
+    __m256 even_sum = _mm256_setzero_ps(), odd_sum = _mm256_setzero_ps(), even, odd;
+    __m256i table = _mm256_setzero_si256();
+    if constexpr (kind == BlockGroups::one) {
+      const size_t group_blocks = shape.group / (2 * kSegment);
+      for (size_t g = 0, b = 0; g < groups; ++g) {
+        const __m256 scale = _mm256_set1_ps(scales[g]);
+        if constexpr (ZeroPoints) {
+          table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tables + 16 * g)));
+        }
+        for (size_t i = 0; i < group_blocks; ++i, ++b) {
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + b * block_bytes), _MM_HINT_T1);
+          block_avx2<ZeroPoints>(weights + b * block_bytes, x + b * 2 * kSegment, table, even, odd);
+          even_sum = _mm256_fmadd_ps(even, scale, even_sum);
+          odd_sum = _mm256_fmadd_ps(odd, scale, odd_sum);
+        }
+      }
+    } else {
+      for (size_t b = 0; b < blocks; ++b) {
+        __m256 scale;
+        if constexpr (kind == BlockGroups::two) {
+          const __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + 2 * b)));
+          scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+          if constexpr (ZeroPoints) {
+            table = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tables + 32 * b));
+          }
+        } else {
+          const size_t first = 2 * kSegment * b / shape.group, second = (2 * kSegment * b + kSegment) / shape.group;
+          scale = two_scales_avx2(scales[first], scales[second]);
+          if constexpr (ZeroPoints) {
+            table = _mm256_set_m128i(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(tables + 16 * second)),
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(tables + 16 * first)));
+          }
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + b * block_bytes), _MM_HINT_T1);
+        block_avx2<ZeroPoints>(weights + b * block_bytes, x + b * 2 * kSegment, table, even, odd);
+        even_sum = _mm256_fmadd_ps(even, scale, even_sum);
+        odd_sum = _mm256_fmadd_ps(odd, scale, odd_sum);
+      }
+    }
+    finish_float(operands, r, horizontal_sum_avx2(_mm256_add_ps(even_sum, odd_sum)));
+  }
+}
+
+template <bool ZeroPoints>
+void float_rows_vector(
+    const Int4MatrixShape& shape,
+    const Int4FloatRowOperands& operands,
+    PreparedFloatRow& prepared,
+    size_t begin,
+    size_t end) {
+  if (shape.isa == RowIsa::avx512) {
+    if (shape.group == kSegment) {
+      float_rows_avx512<ZeroPoints, ChunkGroups::each>(shape, operands, prepared, begin, end);
+    } else if (shape.group == 2 * kSegment) {
+      float_rows_avx512<ZeroPoints, ChunkGroups::pairs>(shape, operands, prepared, begin, end);
+    } else if (shape.group % kStep == 0) {
+      float_rows_avx512<ZeroPoints, ChunkGroups::steps>(shape, operands, prepared, begin, end);
+    } else {
+      prepared.chunk_groups.resize(shape.k / kSegment);
+      for (size_t i = 0; i < shape.k / kSegment; ++i) {
+        prepared.chunk_groups[i] = static_cast<uint32_t>(i * kSegment / shape.group);
+      }
+      float_rows_avx512<ZeroPoints, ChunkGroups::listed>(shape, operands, prepared, begin, end);
+    }
+    return;
+  }
+  if (shape.group == kSegment) {
+    float_rows_avx2<ZeroPoints, BlockGroups::two>(shape, operands, prepared, begin, end);
+  } else if (shape.group % (2 * kSegment) == 0) {
+    float_rows_avx2<ZeroPoints, BlockGroups::one>(shape, operands, prepared, begin, end);
+  } else {
+    float_rows_avx2<ZeroPoints, BlockGroups::either>(shape, operands, prepared, begin, end);
+  }
+}
+
+} // namespace
+
+void int4_float_vector_matrix(
+    const Int4MatrixShape& shape, const Int4FloatRowOperands& operands, size_t begin, size_t end) {
+  if (begin >= end) {
+    return;
+  }
+  if (!shape.vectorized()) {
+    float_rows_scalar(shape, operands, begin, end);
+    return;
+  }
+  thread_local PreparedFloatRow prepared;
+  const bool zero_points = operands.zero_points != nullptr;
+  if (shape.isa == RowIsa::avx512) {
+    prepare_float_avx512(shape, operands.row, prepared.row);
+  } else {
+    prepare_float_avx2(shape, operands.row, zero_points ? 0x1p-27f : 0x1p-28f, prepared.row);
+  }
+  if (zero_points) {
+    float_rows_vector<true>(shape, operands, prepared, begin, end);
+  } else {
+    float_rows_vector<false>(shape, operands, prepared, begin, end);
   }
 }
 

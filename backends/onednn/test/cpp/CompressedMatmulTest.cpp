@@ -19,8 +19,9 @@ using executorch::backends::onednn::DType;
 constexpr int64_t kN = 24, kK = 128, kGroup = 32;
 
 struct Weights {
-  std::vector<int8_t> values; // [kN, kK] in [-8, 7]
-  std::vector<float> scales;  // [kN, kK / kGroup]
+  std::vector<int8_t> values;      // [kN, kK] in [-8, 7]
+  std::vector<float> scales;       // [kN, kK / kGroup]
+  std::vector<int8_t> zero_points; // [kN, kK / kGroup], or empty
 };
 
 Weights make_weights() {
@@ -51,14 +52,18 @@ uint32_t raw_constant(Model& model, std::vector<int64_t> dims, std::vector<uint8
 
 // rows [m, kK] -> COMPRESSED_MATMUL -> [m, kN]
 Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool quantize_rows, bool bias) {
+  // inputs: src, weights, scales, [bias], [zero points]
   Model model;
   const uint32_t src = model.input({rows, kK});
   const uint32_t weights = weight_type == DType::S4 ? raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4)
                                                     : raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S8);
   const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
   std::vector<uint32_t> inputs{src, weights, scales};
-  if (bias) {
-    inputs.push_back(model.constant({kN}, random_values(kN, 9)));
+  if (bias || !w.zero_points.empty()) {
+    inputs.push_back(bias ? model.constant({kN}, random_values(kN, 9)) : kNoValue);
+  }
+  if (!w.zero_points.empty()) {
+    inputs.push_back(raw_constant(model, {kN, kK / kGroup}, to_bytes(w.zero_points), DType::S8));
   }
   const uint32_t dst = model.value({rows, kN});
   model.payload.step(
@@ -87,7 +92,9 @@ std::vector<float> reference(
     for (int64_t n = 0; n < kN; ++n) {
       double sum = biases[n];
       for (int64_t k = 0; k < kK; ++k) {
-        sum += double{src[r * kK + k]} * w.values[n * kK + k] * w.scales[n * (kK / kGroup) + k / kGroup];
+        const size_t g = n * (kK / kGroup) + k / kGroup;
+        const int zero = w.zero_points.empty() ? 0 : w.zero_points[g];
+        sum += double{src[r * kK + k]} * float(w.values[n * kK + k] - zero) * w.scales[g];
       }
       out[r * kN + n] = static_cast<float>(sum);
     }
@@ -107,22 +114,27 @@ void expect_close(const std::vector<float>& actual, const std::vector<float>& ex
 }
 
 TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
-  const Weights w = make_weights();
-  // One row (the host kernel), several (oneDNN), int8 and int4 weights, rows quantized or not.
-  for (const int64_t rows : {1, 5}) {
-    for (const DType type : {DType::S4, DType::S8}) {
-      for (const bool quantize_rows : {false, true}) {
-        for (const bool bias : {false, true}) {
-          Model model = compressed_model(rows, w, type, quantize_rows, bias);
-          std::vector<float> x = random_values(rows * kK, 11);
-          for (float& v : x) {
-            v *= 3.0f;
+  Weights zero_pointed = make_weights();
+  for (float v : random_values(kN * kK / kGroup, 10)) {
+    zero_pointed.zero_points.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
+  }
+  for (const Weights& w : {make_weights(), zero_pointed}) {
+    // One row (the host kernel), several (oneDNN), int8 and int4 weights, rows quantized or not.
+    for (const int64_t rows : {1, 5}) {
+      for (const DType type : {DType::S4, DType::S8}) {
+        for (const bool quantize_rows : {false, true}) {
+          for (const bool bias : {false, true}) {
+            Model model = compressed_model(rows, w, type, quantize_rows, bias);
+            std::vector<float> x = random_values(rows * kK, 11);
+            for (float& v : x) {
+              v *= 3.0f;
+            }
+            const auto outputs = run_model(model, {x});
+            SCOPED_TRACE(
+                ::testing::Message() << "rows " << rows << " s4 " << (type == DType::S4) << " quantize_rows "
+                                     << quantize_rows << " bias " << bias);
+            expect_close(outputs[0], reference(x, rows, w, quantize_rows, bias));
           }
-          const auto outputs = run_model(model, {x});
-          SCOPED_TRACE(
-              ::testing::Message() << "rows " << rows << " s4 " << (type == DType::S4) << " quantize_rows "
-                                   << quantize_rows << " bias " << bias);
-          expect_close(outputs[0], reference(x, rows, w, quantize_rows, bias));
         }
       }
     }

@@ -3,7 +3,8 @@
 // The 8da4w kernels (runtime/Int4VectorMatrix.h): the activations' quantization bit for bit against
 // torchao's formula written out in f32; the int4 row-times-matrix on every path this CPU runs (scalar,
 // AVX2 with and without AVX-VNNI, AVX-512 with and without AVX512-VNNI) against a double reference,
-// over the shapes that pick each of its ways of scaling; the zero-point helpers exactly.
+// over the shapes that pick each of its ways of scaling; the zero-point helpers exactly; the f32-row
+// (4w) kernel on its paths (scalar, AVX2, AVX-512) against torchao's dequantize-then-linear in double.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -432,6 +434,263 @@ TEST(Int4VectorMatrix, SubtractingZeroPointTermsTouchesOnlyTheRange) {
       const float want = m >= 1 && m < 4 ? dst[m * n + r] - factor * terms[r] : dst[m * n + r];
       EXPECT_EQ(got[m * n + r], want) << "row " << m << " column " << r;
     }
+  }
+}
+
+// ---- f32 rows times int4 weights (4w) ----
+
+// The f32 kernel's paths: one per vector width, VNNI playing no part.
+class Int4FloatPath : public Int4Path {};
+
+INSTANTIATE_TEST_SUITE_P(
+    Int4FloatVectorMatrix,
+    Int4FloatPath,
+    testing::Values(
+        Path{"scalar", RowIsa::scalar, false},
+        Path{"avx2", RowIsa::avx2, false},
+        Path{"avx512", RowIsa::avx512, false}),
+    path_name);
+
+// Every way the f32 kernels find a chunk's group, with and without a last 64 values past whole steps
+// of 128, and shapes left to the scalar loop.
+const std::vector<Case> kFloatCases{
+    {16, 64, 32},    // only a last 64 values
+    {37, 128, 32},   // groups of 32
+    {64, 256, 64},   // groups of 64
+    {8, 512, 128},   // a group per step of 128
+    {5, 2048, 32},   // groups of 32, more than 16 of them
+    {3, 96, 32},     // k % 64 != 0: the scalar loop
+    {4, 2048, 2048}, // one group
+    {4, 320, 32},    // groups of 32, and a last 64 values
+    {6, 192, 64},    // an odd number of groups of 64, and a last 64 values
+    {7, 384, 96},    // groups of other multiples of 32: AVX-512 lists them, AVX2 halves a block
+    {5, 192, 96},    // the same, and a last 64 values
+    {3, 320, 160},   // the same
+    {3, 192, 192},   // a group per three 64s
+    {9, 1024, 256},  // a group per two steps
+    {3, 30, 6},      // groups of 6: the scalar loop
+    {3, 30, 5},      // odd groups: the scalar loop by values
+    {1, 64, 64},     // less than a cache line of weights
+};
+
+enum class ZeroPoints { none, random, extreme };
+
+const char* zero_points_name(ZeroPoints kind) {
+  return kind == ZeroPoints::none     ? "no zero points"
+         : kind == ZeroPoints::random ? "random zero points"
+                                      : "extreme zero points";
+}
+
+// [n, k / group] zero points: none, random in [-8, 7], or random with row 1 alternating -8 and 7 and
+// row n - 2 all 7.
+std::vector<int8_t> make_zero_points(const Int4Matrix& matrix, ZeroPoints kind, std::mt19937& generator) {
+  const size_t groups = matrix.k / matrix.group;
+  std::vector<int8_t> out(matrix.n * groups, 0);
+  if (kind == ZeroPoints::none) {
+    return out;
+  }
+  std::uniform_int_distribution<int> nibble(-8, 7);
+  for (int8_t& z : out) {
+    z = static_cast<int8_t>(nibble(generator));
+  }
+  if (kind == ZeroPoints::extreme) {
+    for (size_t g = 0; g < groups; ++g) {
+      if (matrix.n > 1) {
+        out[groups + g] = static_cast<int8_t>(g % 2 == 0 ? -8 : 7);
+      }
+      if (matrix.n > 3) {
+        out[(matrix.n - 2) * groups + g] = 7;
+      }
+    }
+  }
+  return out;
+}
+
+// dst[r] as torchao's dequantize_affine then linear, in double: x @ ((w - zero point) * scale)^T, and
+// the sum of the products' magnitudes.
+void float_reference(
+    const Int4Matrix& matrix,
+    const std::vector<float>& x,
+    const int8_t* zero_points,
+    const float* bias,
+    size_t r,
+    double& want,
+    double& magnitude) {
+  const size_t groups = matrix.k / matrix.group;
+  want = 0.0;
+  magnitude = 0.0;
+  for (size_t k = 0; k < matrix.k; ++k) {
+    const size_t g = r * groups + k / matrix.group;
+    const int zero = zero_points != nullptr ? zero_points[g] : 0;
+    const double weight = static_cast<double>(matrix.values[r * matrix.k + k] - zero) * matrix.scales[g];
+    want += x[k] * weight;
+    magnitude += std::fabs(x[k] * weight);
+  }
+  if (bias != nullptr) {
+    want += bias[r];
+    magnitude += std::fabs(bias[r]);
+  }
+}
+
+Int4FloatRowOperands float_operands(
+    const Int4Matrix& matrix,
+    const std::vector<float>& x,
+    const int8_t* zero_points,
+    const float* bias,
+    std::vector<float>& dst) {
+  Int4FloatRowOperands operands;
+  operands.row = x.data();
+  operands.weights = matrix.packed.data();
+  operands.scales = matrix.scales.data();
+  operands.zero_points = zero_points;
+  operands.bias = bias;
+  operands.dst = dst.data();
+  return operands;
+}
+
+std::string float_case_name(const Case& c, ZeroPoints zero_points, bool has_bias) {
+  return "n " + std::to_string(c.n) + " k " + std::to_string(c.k) + " group " + std::to_string(c.group) + ", " +
+         zero_points_name(zero_points) + (has_bias ? ", bias" : "");
+}
+
+TEST_P(Int4FloatPath, MatchesTorchaosDequantizeThenLinearOnItsRangeOnly) {
+  const Path path = GetParam();
+  std::mt19937 generator(17);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const Case& c : kFloatCases) {
+    const Int4Matrix matrix(c.n, c.k, c.group, generator);
+    std::vector<float> x(c.k), bias(c.n);
+    for (size_t k = 0; k < c.k; ++k) {
+      x[k] = uniform(generator) * (k % 7 == 0 ? 30.0f : 1.0f); // some larger values among the rest
+    }
+    for (float& v : bias) {
+      v = uniform(generator);
+    }
+    for (const ZeroPoints kind : {ZeroPoints::none, ZeroPoints::random, ZeroPoints::extreme}) {
+      const std::vector<int8_t> zero_points = make_zero_points(matrix, kind, generator);
+      const int8_t* zeros = kind == ZeroPoints::none ? nullptr : zero_points.data();
+      for (const bool has_bias : {false, true}) {
+        // Columns 0 and n - 1 stay outside; the split falls anywhere.
+        std::vector<float> dst(c.n, -7.0f);
+        const Int4FloatRowOperands operands = float_operands(matrix, x, zeros, has_bias ? bias.data() : nullptr, dst);
+        const Int4MatrixShape shape = matrix.shape(path.isa, false);
+        const size_t split = c.n / 2;
+        int4_float_vector_matrix(shape, operands, 1, split);
+        int4_float_vector_matrix(shape, operands, std::max<size_t>(split, 1), c.n - 1);
+        for (size_t r = 0; r < c.n; ++r) {
+          const std::string where = float_case_name(c, kind, has_bias) + ", column " + std::to_string(r);
+          if (r == 0 || r == c.n - 1) {
+            EXPECT_EQ(dst[r], -7.0f) << where << ": written outside the range";
+            continue;
+          }
+          double want, magnitude;
+          float_reference(matrix, x, zeros, operands.bias, r, want, magnitude);
+          EXPECT_NEAR(dst[r], want, 1e-5 * magnitude) << where;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int4FloatPath, NaNAndInfinityInTheRowPropagateAsInTheReference) {
+  // An infinity times a nonzero weight gives an infinity of its sign, times a zero weight (w equal
+  // to its zero point) NaN; infinities of both signs in one column add to NaN; NaN gives NaN.
+  const Path path = GetParam();
+  std::mt19937 generator(23);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const Case& c : kFloatCases) {
+    Int4Matrix matrix(c.n, c.k, c.group, generator);
+    const size_t groups = c.k / c.group, at = c.k / 3, other = c.k - 1;
+    std::vector<int8_t> zero_points = make_zero_points(matrix, ZeroPoints::random, generator);
+    for (size_t r = 0; r < c.n; r += 2) {
+      // Even columns: a zero weight where the row is not finite.
+      matrix.values[r * c.k + at] = zero_points[r * groups + at / c.group];
+      matrix.values[r * c.k + other] = zero_points[r * groups + other / c.group];
+    }
+    for (size_t r = 1; r < c.n; r += 2) {
+      // Odd columns: nonzero weights of both signs there.
+      const int8_t zero = zero_points[r * groups + at / c.group];
+      matrix.values[r * c.k + at] = static_cast<int8_t>(zero <= 0 ? zero + 3 : zero - 5);
+      const int8_t other_zero = zero_points[r * groups + other / c.group];
+      matrix.values[r * c.k + other] = static_cast<int8_t>(other_zero <= 0 ? other_zero + 1 : other_zero - 2);
+    }
+    matrix.pack();
+    const std::vector<std::pair<float, float>> specials{
+        {kInf, 0.5f}, {-kInf, 0.5f}, {kNaN, 0.5f}, {kInf, -kInf}, {kInf, kInf}, {0.25f, kNaN}};
+    for (const bool has_zero_points : {false, true}) {
+      const int8_t* zeros = has_zero_points ? zero_points.data() : nullptr;
+      for (const auto& [first, second] : specials) {
+        std::vector<float> x(c.k);
+        for (float& v : x) {
+          v = uniform(generator);
+        }
+        x[at] = first;
+        x[other] = second;
+        std::vector<float> dst(c.n, -7.0f);
+        int4_float_vector_matrix(matrix.shape(path.isa, false), float_operands(matrix, x, zeros, nullptr, dst), 0, c.n);
+        for (size_t r = 0; r < c.n; ++r) {
+          double want, magnitude;
+          float_reference(matrix, x, zeros, nullptr, r, want, magnitude);
+          const std::string where = float_case_name(c, has_zero_points ? ZeroPoints::random : ZeroPoints::none, false) +
+                                    ", row values " + std::to_string(first) + " and " + std::to_string(second) +
+                                    ", column " + std::to_string(r) + ": " + std::to_string(dst[r]) + " against " +
+                                    std::to_string(want);
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(dst[r])) << where;
+          } else if (std::isinf(want)) {
+            EXPECT_EQ(dst[r], static_cast<float>(want)) << where;
+          } else {
+            EXPECT_NEAR(dst[r], want, 1e-5 * magnitude) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int4FloatPath, ThreadsOnDisjointRangesGetWhatOneThreadGets) {
+  // Each thread keeps its own rearranged row and tables; two shapes alternate so that they regrow.
+  const Path path = GetParam();
+  std::mt19937 generator(29);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const Int4Matrix wide(64, 2048, 32, generator), narrow(64, 320, 64, generator);
+  const std::vector<int8_t> wide_zeros = make_zero_points(wide, ZeroPoints::random, generator);
+  const std::vector<int8_t> narrow_zeros = make_zero_points(narrow, ZeroPoints::random, generator);
+  std::vector<float> wide_x(wide.k), narrow_x(narrow.k);
+  for (float& v : wide_x) {
+    v = uniform(generator);
+  }
+  for (float& v : narrow_x) {
+    v = uniform(generator);
+  }
+  std::vector<float> wide_want(wide.n), narrow_want(narrow.n);
+  int4_float_vector_matrix(
+      wide.shape(path.isa, false), float_operands(wide, wide_x, wide_zeros.data(), nullptr, wide_want), 0, wide.n);
+  int4_float_vector_matrix(
+      narrow.shape(path.isa, false), float_operands(narrow, narrow_x, nullptr, nullptr, narrow_want), 0, narrow.n);
+  constexpr size_t kThreads = 4;
+  std::vector<float> wide_got(wide.n, -7.0f), narrow_got(narrow.n, -7.0f);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const size_t begin = t * wide.n / kThreads, end = (t + 1) * wide.n / kThreads;
+      for (int round = 0; round < 20; ++round) {
+        int4_float_vector_matrix(
+            wide.shape(path.isa, false),
+            float_operands(wide, wide_x, wide_zeros.data(), nullptr, wide_got),
+            begin,
+            end);
+        int4_float_vector_matrix(
+            narrow.shape(path.isa, false), float_operands(narrow, narrow_x, nullptr, nullptr, narrow_got), begin, end);
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  for (size_t r = 0; r < wide.n; ++r) {
+    EXPECT_EQ(wide_got[r], wide_want[r]) << "k 2048 group 32, zero points, column " << r;
+    EXPECT_EQ(narrow_got[r], narrow_want[r]) << "k 320 group 64, column " << r;
   }
 }
 
