@@ -7,12 +7,13 @@ ExecuTorch's runtime:
     scripts/run_benchmark.sh --llm --dim 2048 --layers 16 --flows xnnpack-8da4w,onednn-8da4w
 
 Per flow: .pte size, load time, peak RSS of the process that loads and runs it, prefill tokens/s of a
---prompt-token prompt (median of 3), decode tokens/s (median over --decode-steps steps), the logits'
-error against the eager fp32 model teacher-forced over the same tokens (each step fed the reference
-token; max |difference| / max |reference logit| per position, the mean and the worst over positions;
-how often the top token agrees), and the weight bytes one decode step streams per second, against the
-machine's memory bandwidth measured here (torch sum over 1 GiB). Every .pte is loaded and run in a
-fresh process; exports are cached in --work-dir. Writes a markdown table to --out (and stdout).
+--prompt-token prompt (median of 5 after a warm-up prefill and decode step), decode tokens/s (median
+over --decode-steps steps), the logits' error against the eager fp32 model teacher-forced over the
+same tokens (each step fed the reference token; max |difference| / max |reference logit| per
+position, the mean and the worst over positions; how often the top token agrees), and the weight bytes
+one decode step streams per second, against the machine's memory bandwidth measured here (torch sum
+over 1 GiB on --threads threads, best of 5). Every .pte is loaded and run in a fresh process; exports
+are cached in --work-dir. Writes a markdown table to --out (and stdout).
 """
 
 from __future__ import annotations
@@ -144,8 +145,10 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
     load_s = time.perf_counter() - start
     generator = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, args.vocab, (1, args.prompt_tokens), generator=generator)
+    method.execute([prompt, torch.tensor([0])])  # warm-up: the graphs of both lengths built, pages touched
+    method.execute([torch.tensor([[7]]), torch.tensor([args.prompt_tokens])])
     prefill = []
-    for _ in range(3):
+    for _ in range(5):
         start = time.perf_counter()
         method.execute([prompt, torch.tensor([0])])
         prefill.append(time.perf_counter() - start)
@@ -240,6 +243,7 @@ def main() -> int:
         if not ptes[flow.name].is_file():
             print(f"exporting {flow.name}", flush=True)
             export(flow, checkpoint, ptes[flow.name], args)
+    os.sync()  # the exports' writeback would share the memory bus with the first measurements
     bandwidth = memory_bandwidth(args.threads)
     rows = []
     for flow in flows:
