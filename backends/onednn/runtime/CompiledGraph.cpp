@@ -459,8 +459,9 @@ size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
 Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* source, void* target, void* aux) {
   const HostLoop& loop = step.host;
   const size_t rows = loop.kind == HostLoop::Kind::Int4VectorMatrix ? 1 : loop.outer;
-  auto* scales = static_cast<float*>(aux);
-  auto* zero_points = reinterpret_cast<int32_t*>(scales + rows);
+  // The rows' scales and zero points (aux), for the kinds that have them.
+  float* scales = aux != nullptr ? static_cast<float*>(aux) : nullptr;
+  int32_t* zero_points = aux != nullptr ? reinterpret_cast<int32_t*>(scales + rows) : nullptr;
   const auto split = [&](size_t extent, runtime::FunctionRef<void(size_t, size_t)> run) {
     parallel_chunks(rows, std::max<size_t>(1, 16384 / std::max<size_t>(1, extent)), run);
   };
@@ -490,11 +491,10 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       });
       return Error::Ok;
     case HostLoop::Kind::ZeroPointTerms: {
-      const auto* params = static_cast<const float*>(source);
-      const auto* row_zero_points = reinterpret_cast<const int32_t*>(params + rows);
+      const auto* terms = static_cast<const float*>(step.host_sources[0].get_data_handle());
       split(loop.extent, [&](size_t begin, size_t end) {
         subtract_zero_point_terms(
-            static_cast<float*>(target), rows, loop.extent, params, row_zero_points, scales, begin, end);
+            static_cast<float*>(target), rows, loop.extent, scales, zero_points, terms, begin, end);
       });
       return Error::Ok;
     }

@@ -231,7 +231,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
       loop.kind = HostLoop::Kind::ZeroPointTerms;
       loop.outer = static_cast<size_t>(op.rows);
       loop.extent = static_cast<size_t>(op.n);
-      graph.add_host_loop(loop, dst, quantized.params, terms);
+      graph.add_host_loop(loop, dst, kNoBuffer, quantized.params, {terms});
     }
     return;
   }

@@ -58,7 +58,8 @@ struct HostLoop {
     // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
     // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).
     Int4FloatVectorMatrix,
-    ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (src, as aux above) * aux[column]
+    ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (aux, as above) * terms[column]
+                    // (the first more source), in place
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
