@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.fx import Node
 
 from ..serialization.schema import DType, StepKind
@@ -94,10 +95,16 @@ def compressed_weight(ctx: LoweringContext, w: object) -> CompressedWeights | No
     dtype = WEIGHT_RANGES[quant_range]
     if dtype == DType.S4 and (k % 2 or group % 2):
         raise Unsupported(f"{w.name}: 4-bit weights need an even row length and group size")
+    # The partitioner's checks see fake constants; the values are checked when lowering for real.
+    real = not is_fake(values)
+    if dtype == DType.S4 and real and bool(((values < -8) | (values > 7)).any()):
+        dtype = DType.S8  # values beyond the declared range: dequantize_affine does not clamp them
     if zeros is not None:
         if zeros.dtype not in (torch.int8, torch.int32) or tuple(zeros.shape) != (n, k // group):
             raise Unsupported(f"{w.name}: zero points of {zeros.dtype} {tuple(zeros.shape)}")
-        if not torch._subclasses.fake_tensor.is_fake(zeros) and not bool(zeros.any()):
+        if not is_fake(zeros) and bool(((zeros < -128) | (zeros > 127)).any()):
+            raise Unsupported(f"{w.name}: zero points beyond int8")
+        if not is_fake(zeros) and not bool(zeros.any()):
             zeros = None  # symmetric: the kernels then skip them
     return CompressedWeights(dtype, group, values, group_scales, zeros)
 

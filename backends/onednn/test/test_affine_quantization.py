@@ -163,3 +163,30 @@ def test_quantized_embeddings_gather_compressed_rows_exactly(bits: int, group: i
         expected = model(indices)
     (actual,) = execute(lowered.buffer, [indices])
     assert torch.equal(actual, expected)
+
+
+def test_four_bit_weights_beyond_their_declared_range_are_kept_in_eight_bits() -> None:
+    """dequantize_affine does not clamp: a value outside [-8, 7] (a hand-made program) keeps its byte."""
+    from torchao.quantization.quant_primitives import dequantize_affine
+
+    class Linear(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            data = torch.randint(-8, 8, (OUT_FEATURES, IN_FEATURES), dtype=torch.int8)
+            data[3, 5] = 12
+            self.register_buffer("data", data)
+            self.register_buffer("scales", torch.rand(OUT_FEATURES, IN_FEATURES // 32) + 0.1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            w = dequantize_affine(self.data, [1, 32], self.scales, None, torch.int8, -8, 7)
+            return torch.nn.functional.linear(x, w)
+
+    model, x = Linear().eval(), torch.randn(2, IN_FEATURES)
+    lowered = lower(model, (x,))
+    (step,) = lowered.steps()
+    (graph,) = lowered.payloads()
+    assert step.kind == StepKind.COMPRESSED_MATMUL and graph.values[step.inputs[1]].dtype == DType.S8
+    with torch.no_grad():
+        expected = model(x)
+    (actual,) = execute(lowered.buffer, [x])
+    assert relative_error(actual, expected) < TOLERANCE
