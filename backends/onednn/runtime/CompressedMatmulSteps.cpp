@@ -5,11 +5,13 @@
 // (ops/affine.py). With `quantize_rows`, each row is first quantized as torchao's 8da4w does (int8,
 // asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
 //
-//   quantize_rows, s4, no zero points, one row   the host kernel (Int4VectorMatrix.h)
+//   quantize_rows, s4, no zero points, one row   the int8-row host kernel (Int4VectorMatrix.h)
 //   quantize_rows, s4, no zero points, VNNI      oneDNN s8 x s4 matmul with per-row src scales, then
 //                                                the rows' zero points taken off on the host
-//   otherwise                                    oneDNN's weight decompression (f32 or bf16 rows; rows
-//                                                to quantize are quantized and dequantized first)
+//   otherwise, s4, one row                       the f32-row host kernel (a bf16 row widened; rows to
+//                                                quantize are quantized and dequantized first)
+//   otherwise                                    oneDNN's weight decompression (f32 or bf16 rows, as
+//                                                above)
 #include <algorithm>
 #include <vector>
 
