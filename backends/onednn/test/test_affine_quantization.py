@@ -122,7 +122,7 @@ def test_a_dequantized_weight_read_by_another_op_stays_out_of_the_delegate() -> 
 class QuantizedEmbedding(nn.Module):
     """ExecuTorch's quantized embedding ops as export_llm's embedding_quantize writes them."""
 
-    def __init__(self, bits: int, group: int | None, zero_points: bool) -> None:
+    def __init__(self, bits: int, group: int | None, zero_points: bool, with_dtype: bool = True) -> None:
         super().__init__()
         import executorch.exir.passes._quant_patterns_and_replacements  # noqa: F401  (registers the ops)
 
@@ -136,23 +136,26 @@ class QuantizedEmbedding(nn.Module):
         scales = torch.rand(rows, columns) * 0.1 + 0.01
         self.register_buffer("scales", scales if group is not None else scales.reshape(rows))
         self.register_buffer("zero_points", torch.randint(-3, 4, scales.shape).float().reshape(self.scales.shape))
-        self.bits, self.use_zero_points = bits, zero_points
+        self.bits, self.use_zero_points, self.with_dtype = bits, zero_points, with_dtype
 
     def forward(self, indices: torch.Tensor) -> torch.Tensor:
         ops = torch.ops.quantized_decomposed
         zeros = self.zero_points if self.use_zero_points else None
-        if self.bits == 4:
-            rows = ops.embedding_4bit.dtype(self.weight, self.scales, zeros, -8, 7, indices, dtype=torch.float32)
-        else:
-            rows = ops.embedding_byte.dtype(self.weight, self.scales, zeros, -128, 127, indices, dtype=torch.float32)
-        return rows * 2
+        op = ops.embedding_4bit if self.bits == 4 else ops.embedding_byte
+        quant_range = (-8, 7) if self.bits == 4 else (-128, 127)
+        if self.with_dtype:
+            return op.dtype(self.weight, self.scales, zeros, *quant_range, indices, dtype=torch.float32) * 2
+        return op.default(self.weight, self.scales, zeros, *quant_range, indices) * 2
 
 
+@pytest.mark.parametrize("with_dtype", [True, False], ids=["dtype_overload", "default_overload"])
 @pytest.mark.parametrize(
     ("bits", "group", "zero_points"), [(4, 32, False), (4, 16, True), (8, None, False), (8, 32, True)]
 )
-def test_quantized_embeddings_gather_compressed_rows_exactly(bits: int, group: int | None, zero_points: bool) -> None:
-    model = QuantizedEmbedding(bits, group, zero_points).eval()
+def test_quantized_embeddings_gather_compressed_rows_exactly(
+    bits: int, group: int | None, zero_points: bool, with_dtype: bool
+) -> None:
+    model = QuantizedEmbedding(bits, group, zero_points, with_dtype).eval()
     indices = torch.tensor([[3, 0, 49, 3, 17]])
     lowered = lower(model, (indices,))
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
