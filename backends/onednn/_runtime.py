@@ -183,16 +183,17 @@ def set_verbose(level: int) -> None:
     _check(library.onednn_backend_set_verbose(level), f"set_verbose({level})")
 
 
-WINOGRAD_USES = ("never", "avx2", "always")
+WINOGRAD_USES = ("never", "default", "always")
 
 
 def set_winograd(use: str) -> None:
     """Where fp32 3x3 convolutions of stride 1 compute through Winograd F(4x4, 3x3) (the backend option
-    "winograd", read when a program is loaded): "avx2" (the default) on CPUs where oneDNN dispatches to
-    AVX2 but not AVX-512, where it was measured 1.0-2.6x faster per layer than oneDNN's direct kernels;
-    "always" on every CPU with AVX2; "never". Winograd rounds differently from a direct convolution
-    (about ten f32 ulps of the inputs' magnitude); a program whose inputs hold a NaN or an infinity runs
-    the direct kernel (README, "Winograd convolutions")."""
+    "winograd", read when a program is loaded): "default" for the layers where it was measured faster
+    than oneDNN's direct kernels (every such layer on AVX2 CPUs, 1.0-2.6x; on AVX-512 ones those with
+    at least 24 channels each side, 1.04-2.2x); "always" for every layer it can compute, on every CPU
+    with AVX2; "never". Winograd rounds differently from a direct convolution (about ten f32 ulps of the
+    inputs' magnitude); a program whose inputs hold a NaN or an infinity runs the direct kernel (README,
+    "Winograd convolutions")."""
     if use not in WINOGRAD_USES:
         raise ValueError(f"set_winograd expects one of {WINOGRAD_USES}, got {use!r}")
     library = load_runtime()

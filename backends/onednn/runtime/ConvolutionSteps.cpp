@@ -185,22 +185,38 @@ bool prefers_direct_int8_kernel(const StepRecord& step, const ConvolutionShape& 
          shape.weights.size() == 4 && shape.weights[2] == 3 && shape.weights[3] == 3;
 }
 
+// Below this many channels on either side, Winograd loses to oneDNN's AVX-512 direct kernels: its
+// transforms cost as much as the products they save. AMX Xeon, 2 threads, one 3x3 convolution + ReLU,
+// direct / Winograd: 16->16 at 56x56 and 112x112 0.89x and 0.93x, 16->32 0.98x, 32->16 0.93x; 24->24
+// at 56x56 1.12x, 32->32 1.06-1.08x, 64 and more 1.04-2.09x. On AVX2 every multiple of 8 gained.
+constexpr int64_t kWinogradMinChannelsAvx512 = 24;
+
+// Whether the Winograd path is wanted for a layer of `shape` on this CPU, as the backend option says.
+bool winograd_wanted(const ConvolutionShape& shape) {
+  const RowIsa isa = host_row_isa();
+  switch (winograd_use()) {
+    case WinogradUse::never:
+      return false;
+    case WinogradUse::always:
+      return isa != RowIsa::scalar;
+    case WinogradUse::where_faster:
+      return isa == RowIsa::avx2 ||
+             (isa == RowIsa::avx512 && std::min(shape.src[1], shape.dst[1]) >= kWinogradMinChannelsAvx512);
+  }
+  return false;
+}
+
 // Whether the f32 2-D 3x3 convolution of stride 1 `pd` (an fp32 one, or an int8 one computed in f32
-// on a CPU without VNNI) computes through Winograd (Winograd.h): as the backend option says, with
-// constant weights, channel counts that are multiples of the AVX2 width, enough output tiles, and the
-// channels-last src and dst oneDNN picks for it on AVX2 (the direct kernel of the guarded path reads
-// and writes the same buffers).
+// on a CPU without VNNI) computes through Winograd (Winograd.h): where wanted, with constant weights,
+// channel counts that are multiples of the AVX2 width, enough output tiles, and channels-last src and
+// dst as oneDNN picks for it (the direct kernel of the guarded path reads and writes the same buffers).
 bool computes_by_winograd(
     const StepRecord& step,
     GraphBuilder& graph,
     const ConvolutionShape& shape,
     DataType type,
     const dnnl::primitive_desc& pd) {
-  const WinogradUse use = winograd_use();
-  const RowIsa isa = host_row_isa();
-  const bool isa_ok =
-      use == WinogradUse::always ? isa != RowIsa::scalar : use == WinogradUse::avx2_only && isa == RowIsa::avx2;
-  if (!isa_ok || shape.src.size() != 4 || step.int_scalar("groups") != 1) {
+  if (shape.src.size() != 4 || step.int_scalar("groups") != 1 || !winograd_wanted(shape)) {
     return false;
   }
   // An emulated int8 convolution reads f32 operands too: its src and weights dequantized.

@@ -14,7 +14,7 @@
 namespace executorch::backends::onednn {
 namespace {
 
-std::atomic<int> use_setting{static_cast<int>(WinogradUse::avx2_only)};
+std::atomic<int> use_setting{static_cast<int>(WinogradUse::where_faster)};
 
 struct Tile {
   size_t image, row, column; // the tile's first output is (row, column) of image `image`

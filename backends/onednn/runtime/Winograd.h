@@ -20,11 +20,11 @@
 
 namespace executorch::backends::onednn {
 
-// The backend option "winograd", read when a program is loaded: 0 never; 1 (the default) where it was
-// measured faster than oneDNN's direct kernels, CPUs on which oneDNN dispatches to AVX2 but not
-// AVX-512 (including a max_isa cap to AVX2); 2 on every CPU with AVX2.
+// The backend option "winograd", read when a program is loaded: 0 never; 1 (the default) for the layers
+// where it was measured faster than oneDNN's direct kernels (ConvolutionSteps.cpp says which); 2 for
+// every layer it can compute, on every CPU with AVX2.
 inline constexpr char kWinogradOption[] = "winograd";
-enum class WinogradUse : int { never = 0, avx2_only = 1, always = 2 };
+enum class WinogradUse : int { never = 0, where_faster = 1, always = 2 };
 void set_winograd_use(WinogradUse use) noexcept;
 WinogradUse winograd_use() noexcept;
 

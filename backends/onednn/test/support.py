@@ -97,7 +97,7 @@ def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) ->
         program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
         method = program.load_method("forward")
     finally:
-        set_winograd("avx2")
+        set_winograd("default")
     with tempfile.TemporaryFile() as log:
         libc.fflush(None)
         saved_stdout = os.dup(1)

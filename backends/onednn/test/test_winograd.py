@@ -3,8 +3,8 @@
 """Winograd F(4x4, 3x3) for fp32 3x3 convolutions of stride 1 (runtime/Winograd.h).
 
 Each program runs in the test worker with the backend option "winograd" at "always", so the path runs on
-every CPU with AVX2, AVX-512 and AMX ones included (by default only CPUs that oneDNN runs at AVX2 take
-it). oneDNN's verbose trace shows which path ran: Winograd is a batched matmul of 36 ("36xT..."), the
+every CPU with AVX2, AVX-512 and AMX ones included (by default AVX-512 CPUs take it only for layers of
+24 channels or more). oneDNN's verbose trace shows which path ran: Winograd is a batched matmul of 36 ("36xT..."), the
 direct path a convolution primitive. Every case must match eager PyTorch within f32 round-off, for each
 post-op chain the fusion passes leave on a convolution, each padding, odd sizes and batches (each case
 with the 16 output tiles of 4x4 the runtime asks for at least); the direct kernel must run where
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 from executorch.backends.onednn import int8_products_exact, set_winograd
+from executorch.backends.onednn._runtime import INSTRUCTION_SETS, effective_isa
 from support import QUANT_STEPS, Exported, Record, describe, execute_traced, output_scale, quantize
 from tester import flatten_outputs, lower
 from torch import nn
@@ -175,6 +176,21 @@ def test_the_backend_option_turns_winograd_off() -> None:
     x = torch.randn(1, 16, 16, 16)
     output, trace = _run(model, (x,), "never")
     assert direct_convolutions(trace) and not winograd_products(trace), describe(trace)
+    torch.testing.assert_close(output, model(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("channels", [16, 32])
+def test_the_default_takes_winograd_where_it_was_measured_faster(channels: int) -> None:
+    """On AVX2 every layer Winograd can compute; on AVX-512 (and AMX) only those with at least 24
+    channels each side, since with 16 the direct kernel was the faster (ConvolutionSteps.cpp)."""
+    torch.manual_seed(0)
+    model = conv(channels, channels, nn.ReLU()).eval()
+    x = torch.randn(1, channels, 28, 28)
+    output, trace = _run(model, (x,), "default")
+    avx512 = INSTRUCTION_SETS.index(effective_isa()) >= INSTRUCTION_SETS.index("avx512_core")
+    expected = channels >= 24 or not avx512
+    assert bool(winograd_products(trace)) == expected, f"{effective_isa()}: {describe(trace)}"
+    assert bool(direct_convolutions(trace)) != expected, describe(trace)
     torch.testing.assert_close(output, model(x), rtol=1e-4, atol=1e-5)
 
 
