@@ -14,6 +14,7 @@ from .compute_in_bf16 import compute_in_bf16
 from .drop_unused import drop_unused
 from .fold_arithmetic import drop_neutral_binaries, fold_operand_scales
 from .fold_batch_norm import fold_batch_norm
+from .fold_channel_gates import fold_channel_gates
 from .fuse_attention import fuse_attention
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
@@ -31,6 +32,7 @@ PASSES: list[GraphPass] = [
     simplify_layout,
     drop_neutral_binaries,
     fold_operand_scales,
+    fold_channel_gates,
     rotate_half_as_matmul,
     fuse_rms_norm,
     fuse_post_ops,
@@ -62,6 +64,7 @@ __all__ = [
     "drop_neutral_binaries",
     "drop_unused",
     "fold_batch_norm",
+    "fold_channel_gates",
     "fold_operand_scales",
     "fuse_attention",
     "fuse_post_ops",

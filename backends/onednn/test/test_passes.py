@@ -11,9 +11,11 @@ import pytest
 import torch
 from executorch.backends.onednn import onednn_preprocess
 from executorch.backends.onednn._passes import (
+    PASSES,
     drop_neutral_binaries,
     drop_unused,
     fold_batch_norm,
+    fold_channel_gates,
     fold_operand_scales,
     run_passes,
     simplify_layout,
@@ -347,6 +349,59 @@ def test_fused_and_unfused_programs_agree(
         error = mismatch(f"{name} ({label})", outputs, expected, 1e-4)
         assert error is None, error
     error = mismatch(f"{name} fused vs unfused", fused_out, unfused_out, 1e-4)
+    assert error is None, error
+
+
+# --- fold_channel_gates: squeeze-and-excitation gates move onto the projection's weights -------------
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's and EfficientNet's gating: y * sigmoid(fc(mean(y))) feeding a 1x1 projection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand, self.project = nn.Conv2d(3, 16, 1), nn.Conv2d(16, 8, 1)
+        self.reduce, self.gate = nn.Conv2d(16, 4, 1), nn.Conv2d(4, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.expand(x))
+        gates = torch.sigmoid(self.gate(F.relu(self.reduce(y.mean((2, 3), keepdim=True)))))
+        return self.project(y * gates)
+
+
+@pytest.mark.parametrize(
+    ("shape", "folded"),
+    [
+        pytest.param((1, 3, 16, 16), True, id="256_positions_for_8_output_channels"),
+        pytest.param((1, 3, 4, 4), False, id="16_positions_are_not_more_than_twice_8_channels"),
+        pytest.param((2, 3, 16, 16), False, id="a_batch_of_two_has_gates_per_image"),
+    ],
+)
+def test_squeeze_excite_gates_scale_the_projection_weights_where_cheaper(
+    shape: tuple[int, ...], folded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, inputs = build(SqueezeExcite, (shape,))
+    with torch.no_grad():
+        expected = flatten_outputs(model(*inputs))
+    lowered = lower(model, inputs)
+    graph = lowered.payloads()[0]
+    producers = graph.producers()
+    projection = graph.steps[producers[graph.outputs[0]]]
+    weights = projection.inputs[1]
+    assert projection.kind == CONV and graph.values[projection.inputs[0]].dims == (shape[0], 16, *shape[2:])
+    gated = weights in producers and graph.steps[producers[weights]].kind == BINARY
+    assert gated == folded, readable(step_summary(graph))
+    assert (graph.values[weights].constant_key is None) == folded
+    error = mismatch("squeeze-excite", execute(lowered.buffer, inputs), expected, 1e-5)
+    assert error is None, error
+    with monkeypatch.context() as patch:  # the same program without the fold computes the same
+        patch.setattr(
+            onednn_preprocess,
+            "run_passes",
+            lambda g, *_: run_passes(g, [p for p in PASSES if p is not fold_channel_gates]),
+        )
+        unfolded = lower(model, inputs)
+    error = mismatch(
+        "squeeze-excite folded vs not", execute(lowered.buffer, inputs), execute(unfolded.buffer, inputs), 1e-5
+    )
     assert error is None, error
 
 
