@@ -196,7 +196,18 @@ Error CompiledGraph::execute(runtime::Span<runtime::EValue*> args, runtime::Even
       return error;
     }
   }
+  const ArenaLease arena(arena_bytes_);
+  if (arena_bytes_ > 0 && arena.data() == nullptr) {
+    ET_LOG(Error, "OneDnnBackend: could not allocate an arena of %zu bytes", arena_bytes_);
+    return Error::MemoryAllocationFailed;
+  }
   try {
+    if (arena.data() != bound_arena_) {
+      for (const ArenaSlot& slot : arena_slots_) {
+        slot.memory.set_data_handle(arena.data() + slot.offset);
+      }
+      bound_arena_ = arena.data();
+    }
     for (const Binding& binding : bindings_) {
       auto* data = static_cast<uint8_t*>(args[binding.arg_index]->toTensor().mutable_data_ptr());
       binding.memory.set_data_handle(data + binding.offset);

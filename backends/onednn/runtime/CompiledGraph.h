@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include <executorch/runtime/core/span.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "ArenaPool.h"
 #include "HostLoops.h"
 #include "HostMemory.h"
 #include "Payload.h"
@@ -42,13 +44,11 @@ struct ConstantPacking {
   }
 };
 
-// What the compiled graphs of one program (one per set of input sizes) share: the arena, since only
-// one of them runs at a time, the packed weights of graphs that pack identically, and the program's
-// constants, loaded once (the named data map is only valid during init()).
+// What the compiled graphs of one program (one per set of input sizes) share: the packed weights of
+// graphs that pack identically, and the program's constants, loaded once (the named data map is only
+// valid during init()). Arenas come from the process's pool (ArenaPool.h).
 struct SharedBlocks {
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> constants; // by value id
-  std::shared_ptr<uint8_t> arena;
-  size_t arena_bytes = 0;
   struct PackedWeights {
     std::vector<ConstantPacking> packings;
     std::weak_ptr<uint8_t> block; // expires with the last graph using it
@@ -68,7 +68,8 @@ class CompiledGraph {
   static std::unique_ptr<CompiledGraph> build(
       const Payload& payload, const runtime::NamedDataMap* named_data, SharedBlocks* shared = nullptr);
 
-  // args: graph inputs then graph outputs. Never throws, never allocates. With `tracer` (ETDump), each
+  // args: graph inputs then graph outputs. Never throws; allocates only an arena, when executions on
+  // other threads hold every block of the pool large enough (ArenaPool.h). With `tracer` (ETDump), each
   // prepared step is a delegate profiling event named after its payload step (step_names_).
   runtime::Error execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer = nullptr) noexcept;
 
@@ -115,8 +116,15 @@ class CompiledGraph {
   // and host loops a step adds, "outputs.reorder" for the final copies.
   std::vector<std::string> step_names_;
   std::vector<Binding> bindings_;
-  std::shared_ptr<uint8_t> arena_storage_;
-  std::shared_ptr<uint8_t> weights_storage_; // constants packed into the layouts their primitives chose
+  // The memory objects in the arena, at their offsets: pointed into the leased block when it changes.
+  struct ArenaSlot {
+    dnnl::memory memory;
+    size_t offset;
+  };
+  std::vector<ArenaSlot> arena_slots_;
+  uint8_t* bound_arena_ = nullptr;
+  std::optional<ArenaMembership> arena_membership_; // set once the arena's size is known
+  std::shared_ptr<uint8_t> weights_storage_;        // constants packed into the layouts their primitives chose
   size_t arena_bytes_ = 0;
   bool guarded_ = false;              // some step has a NaN guard
   bool constants_non_finite_ = false; // some constant holds a NaN or an infinity

@@ -561,7 +561,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
   }
 }
 
-memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph) {
+memory GraphBuilder::make_memory(BufferId id, CompiledGraph& graph) {
   size_t view_bytes = 0; // where an alias chain starts inside its root's bytes
   BufferId base_id = id;
   for (; buffers_[base_id].storage == Storage::Alias; base_id = buffers_[base_id].alias_of) {
@@ -570,8 +570,11 @@ memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& gra
   const Buffer& base = buffers_[base_id];
   const memory::desc& desc = buffers_[id].desc;
   switch (base.storage) {
-    case Storage::Arena:
-      return memory(desc, engine_, arena + base.offset + view_bytes);
+    case Storage::Arena: {
+      memory in_arena(desc, engine_, nullptr); // pointed into the block execute() leases
+      graph.arena_slots_.push_back({in_arena, base.offset + view_bytes});
+      return in_arena;
+    }
     case Storage::Packed:
       return memory(desc, engine_, graph.weights_storage_.get() + base.offset + view_bytes);
     case Storage::Program: {
@@ -598,7 +601,6 @@ memory GraphBuilder::make_memory(BufferId id, uint8_t* arena, CompiledGraph& gra
 }
 
 void GraphBuilder::finish(CompiledGraph& graph) {
-  SharedBlocks* shared = shared_;
   bind_graph_outputs();
   const size_t activations = plan_arena();
   size_t scratchpad = 0;
@@ -606,23 +608,14 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     scratchpad = std::max(scratchpad, round_up(step.scratchpad.get_size()));
   }
   graph.arena_bytes_ = activations + scratchpad;
-  if (shared != nullptr && shared->arena && shared->arena_bytes >= graph.arena_bytes_) {
-    graph.arena_storage_ = shared->arena;
-  } else {
-    graph.arena_storage_ = std::shared_ptr<uint8_t>(allocate_host_block(graph.arena_bytes_));
-    if (shared != nullptr) {
-      shared->arena = graph.arena_storage_;
-      shared->arena_bytes = graph.arena_bytes_;
-    }
-  }
-  uint8_t* arena = graph.arena_storage_.get();
+  graph.arena_membership_.emplace(graph.arena_bytes_);
   pack_constants(graph);
 
   // Only buffers some step touches get memory objects; unused constants die with the builder.
   std::vector<memory> memories(buffers_.size());
   auto memory_of = [&](BufferId id) -> const memory& {
     if (!memories[id]) {
-      memories[id] = make_memory(id, arena, graph);
+      memories[id] = make_memory(id, graph);
       graph.memories_.push_back(memories[id]);
     }
     return memories[id];
@@ -652,9 +645,10 @@ void GraphBuilder::finish(CompiledGraph& graph) {
       step.args.push_back({arg.first, memory_of(arg.second).get()});
     }
     if (recorded.scratchpad.get_size() > 0) {
-      memory shared(recorded.scratchpad, engine_, arena + activations);
-      graph.memories_.push_back(shared);
-      step.args.push_back({DNNL_ARG_SCRATCHPAD, shared.get()});
+      memory scratch(recorded.scratchpad, engine_, nullptr); // in the arena, after the activations
+      graph.memories_.push_back(scratch);
+      graph.arena_slots_.push_back({scratch, activations});
+      step.args.push_back({DNNL_ARG_SCRATCHPAD, scratch.get()});
     }
     graph.steps_.push_back(std::move(step));
   }

@@ -265,7 +265,7 @@ class GraphBuilder {
   void bind_graph_outputs();
   size_t plan_arena();
   void pack_constants(CompiledGraph& graph);
-  memory make_memory(BufferId id, uint8_t* arena, CompiledGraph& graph);
+  memory make_memory(BufferId id, CompiledGraph& graph);
   std::shared_ptr<runtime::FreeableBuffer> load_constant(uint32_t id);
   void* program_bytes(BufferId root_id);
 

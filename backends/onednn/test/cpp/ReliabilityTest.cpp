@@ -146,6 +146,29 @@ TEST(Reliability, HandlesOfTwoProgramsExecutingOnFourThreadsGiveTheirSingleThrea
   }
 }
 
+// Handles taking turns on one thread lease the same arena block from the pool (runtime/ArenaPool.h):
+// each overwrites what the other left there, and each must still give its own result, every time.
+TEST(Reliability, HandlesTakingTurnsOnOneThreadShareAnArenaAndKeepTheirResults) {
+  std::vector<std::unique_ptr<Runner>> runners;
+  std::vector<std::vector<float>> expected;
+  for (uint32_t i = 0; i < 4; ++i) {
+    runners.push_back(i % 2 == 0 ? matmul_relu(7 * i) : convolution(7 * i));
+    ASSERT_EQ(runners.back()->init(), Error::Ok);
+    ASSERT_EQ(runners.back()->run(), Error::Ok);
+    expected.push_back(runners.back()->output->data());
+  }
+  for (int turn = 0; turn < 40; ++turn) {
+    const size_t t = static_cast<size_t>(turn * 3 % 4); // 0, 3, 2, 1, ...: every neighbour pair
+    ASSERT_EQ(runners[t]->run(), Error::Ok) << "turn " << turn;
+    ASSERT_TRUE(same_result(runners[t]->output->data(), expected[t])) << "handle " << t << ", turn " << turn;
+  }
+  runners.erase(runners.begin() + 1); // a handle gone: the others' arena stays theirs
+  for (size_t t = 0; t < runners.size(); ++t) {
+    ASSERT_EQ(runners[t]->run(), Error::Ok);
+    EXPECT_TRUE(same_result(runners[t]->output->data(), expected[t == 0 ? 0 : t + 1])) << "handle " << t;
+  }
+}
+
 // Captures ExecuTorch's log for a test, and can hold a thread inside its next log line: a handle's
 // execute() logs a wrong argument count while it holds the handle, so a thread held there keeps the
 // handle busy for as long as the test needs. Registered with ExecuTorch once (a second register_pal
