@@ -24,23 +24,19 @@ PLAIN_CONVOLUTION_FLOATS = frozenset({"post_op_params"})
 
 def fold_channel_gates(graph: Graph) -> Graph:
     """`conv1x1(x * s)` with s [1, C, 1, 1] becomes `conv1x1(x)` with weights `W * s`, where cheaper."""
-    index = 0
-    while index < len(graph.steps):
-        gating = graph.steps[index]
-        found = _gated_projection(graph, index, gating)
+    for gating in graph.steps:  # each rewritten step keeps its place: after the gates, before the conv
+        found = _gated_projection(graph, gating)
         if found is None:
-            index += 1
             continue
         conv, activation, gates = found
         weights = conv.inputs[1]
         scaled = graph.add_value(DType.F32, graph.values[weights].dims)
         gating.inputs, gating.outputs = [weights, gates], [scaled]
-        conv.inputs[0], conv.inputs[1] = activation, scaled  # the step keeps its place: after the gates
-        index += 1
+        conv.inputs[0], conv.inputs[1] = activation, scaled
     return graph
 
 
-def _gated_projection(graph: Graph, index: int, step: Step) -> tuple[Step, int, int] | None:
+def _gated_projection(graph: Graph, step: Step) -> tuple[Step, int, int] | None:
     """The 1x1 convolution reading `step`'s product, the activation and the gates, if the fold applies."""
     if step.kind != StepKind.BINARY or step.ints.get("alg") != [BinaryAlg.MUL] or set(step.ints) != {"alg"}:
         return None

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The delegate handle: the compiled graph for each set of input sizes. A static program has exactly
 // one, built in init(). A program exported with dynamic sizes gets one built in init() at every
-// size's maximum (which validates the whole program and sizes the shared arena for the upper
-// bound), and one more per set of sizes execute() meets, kept in a small least-recently-used cache.
+// size's maximum (which validates the whole program and sizes its arena for the upper bound), and
+// one more per set of sizes execute() meets, kept in a small least-recently-used cache.
 #pragma once
 
 #include <array>
@@ -23,8 +23,8 @@ namespace executorch::backends::onednn {
 
 class DelegateGraph {
  public:
-  // Compiled graphs kept for a dynamic program (each holds its primitives; arena and packed weights
-  // are shared where they can be).
+  // Compiled graphs kept for a dynamic program (each holds its primitives; the constants and packed
+  // weights are shared where they can be, arenas come from the process's pool).
   static constexpr size_t kMaxCachedShapes = 8;
 
   // Throws InitError or dnnl::error. `named_data` is read during create() only.
@@ -32,7 +32,7 @@ class DelegateGraph {
 
   // args: graph inputs then graph outputs. Never throws; allocates only to compile a new shape.
   // InvalidState while another thread executes this handle: like ExecuTorch's Method, a handle
-  // runs one execution at a time (its bound memory objects, arena and shape cache are its own).
+  // runs one execution at a time (its bound memory objects and shape cache are its own).
   runtime::Error execute(runtime::Span<runtime::EValue*> args, runtime::EventTracer* tracer = nullptr) noexcept;
 
  private:

@@ -28,7 +28,7 @@ constexpr BufferId kNoBuffer = 0xFFFFFFFF;
 
 // Where the bytes of a buffer live.
 enum class Storage : uint8_t {
-  Arena,       // a slot in the per-graph arena, placed by liveness
+  Arena,       // a slot in the graph's arena (leased per execute()), placed by liveness
   GraphInput,  // the caller's input tensor, bound in execute()
   GraphOutput, // the caller's output tensor, bound in execute()
   Packed,      // a constant converted into another layout, in the graph's block of packed weights
@@ -55,7 +55,7 @@ using ArgList = std::vector<std::pair<int, BufferId>>;
 class GraphBuilder {
  public:
   // With `shared`, constants are looked up there first and kept there once loaded, and finish()
-  // reuses its arena when large enough and packed weights packed the same way.
+  // reuses packed weights packed the same way.
   GraphBuilder(
       const Payload& payload,
       const runtime::NamedDataMap* named_data,
