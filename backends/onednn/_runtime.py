@@ -202,6 +202,28 @@ def set_winograd(use: str) -> None:
     _check(library.onednn_backend_set_winograd(WINOGRAD_USES.index(use)), f"set_winograd({use!r})")
 
 
+INT4_PRODUCTS = ("fast", "exact")
+
+
+def set_int4_products(products: str) -> None:
+    """How several rows that a program quantizes to int8 (an 8da4w model's prompt) multiply its int4
+    weights on CPUs with AMX (the backend option "int4_products", read when a program is loaded).
+    "fast" (the default) runs AMX's bf16 unit on the quantized rows less their zero points, exact in
+    bf16, and on the weights times their group scales rounded to bf16 (relative error 2^-9 at most,
+    against int4's step of 1/15 of a group's range): 1.5-1.9x the speed of "exact" at group 32.
+    "exact" sums the int8 products in int32, as torchao's reference and the one-row (decode) kernels
+    do. One row at a time, and every row on CPUs without AMX, is exact (README, "LLMs")."""
+    if products not in INT4_PRODUCTS:
+        raise ValueError(f"set_int4_products expects one of {INT4_PRODUCTS}, got {products!r}")
+    library = load_runtime()
+    library.onednn_backend_set_int4_products.argtypes = [ctypes.c_int]
+    library.onednn_backend_set_int4_products.restype = ctypes.c_int
+    _check(
+        library.onednn_backend_set_int4_products(INT4_PRODUCTS.index(products)),
+        f"set_int4_products({products!r})",
+    )
+
+
 # The instruction sets with VNNI, whose int8 products oneDNN accumulates in 32 bits (runtime/CpuIsa.h).
 EXACT_INT8_ISAS = frozenset(
     {"avx2_vnni", "avx2_vnni_2", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}

@@ -10,10 +10,17 @@ Per flow: .pte size, load time, peak RSS of the process that loads and runs it, 
 --prompt-token prompt (median of 5 after a warm-up prefill and decode step), decode tokens/s (median
 over --decode-steps steps), the logits' error against the eager fp32 model teacher-forced over the
 same tokens (each step fed the reference token; max |difference| / max |reference logit| per
-position, the mean and the worst over positions; how often the top token agrees), and the weight bytes
+position, the mean and the worst over positions; how often the top token agrees), the same error of the
+last logits of prompts of 2, 4, ... of those tokens prefilled at once (the mean), and the weight bytes
 one decode step streams per second, against the machine's memory bandwidth measured here (torch sum
 over 1 GiB on --threads threads, best of 5). Every .pte is loaded and run in a fresh process; exports
 are cached in --work-dir. Writes a markdown table to --out (and stdout).
+
+The measuring processes run with OMP_NUM_THREADS=1: the attention of export_llm's programs
+(llama::custom_sdpa, from the executorch wheel's custom-ops library, which links torch's MKL) calls MKL's
+gemm from ExecuTorch's pool threads, and each would start an OpenMP team of every core whose threads
+spin between calls, taking the cores from whichever delegate runs next. On the 2-core Xeon of
+BENCHMARKS.md that cost XNNPACK's 8da4w decode 3x (10 against 32 tokens/s) and ours 1.7x.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ class LlmFlow:
     backend: str  # "xnnpack" or "onednn"
     qmode: str | None
     precision: str = "fp32"  # ours: the partitioner's precision
+    int4_products: str = "fast"  # ours: set_int4_products() for the run
+    exported_as: str | None = None  # the flow whose .pte it runs, when not its own
 
 
 FLOWS = {
@@ -46,6 +55,7 @@ FLOWS = {
         LlmFlow("xnnpack-8da4w", "xnnpack", "8da4w"),
         LlmFlow("onednn-fp32", "onednn", None),
         LlmFlow("onednn-8da4w", "onednn", "8da4w"),
+        LlmFlow("onednn-8da4w-exact", "onednn", "8da4w", int4_products="exact", exported_as="onednn-8da4w"),
         LlmFlow("onednn-4w", "onednn", "4w"),
         LlmFlow("onednn-4w-bf16", "onednn", "4w", "bf16"),
         LlmFlow("onednn-bf16", "onednn", None, "bf16"),
@@ -133,12 +143,13 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
     import executorch.backends.onednn
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
     import torch
-    from executorch.backends.onednn import set_num_threads
+    from executorch.backends.onednn import set_int4_products, set_num_threads
     from executorch.extension.pybindings import portable_lib
     from executorch.runtime import Runtime
 
     torch.set_num_threads(1)
     set_num_threads(args.threads)
+    set_int4_products(args.int4_products)
     portable_lib._unsafe_reset_threadpool(args.threads)
     start = time.perf_counter()
     method = Runtime.get().load_program(str(pte)).load_method("forward")
@@ -165,6 +176,11 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
         logits = logits.reshape(-1).float()
         errors.append(float((logits - expected[position]).abs().max() / expected[position].abs().max()))
         agree += int(logits.argmax()) == int(expected[position].argmax())
+    prefill_errors = []
+    for length in range(2, len(tokens) + 1, 2):
+        (logits,) = method.execute([torch.tensor([tokens[:length]]), torch.tensor([0])])
+        last = logits.reshape(-1, logits.shape[-1])[-1].float()
+        prefill_errors.append(float((last - expected[length - 1]).abs().max() / expected[length - 1].abs().max()))
     return {
         "load_s": load_s,
         "prefill_s": statistics.median(prefill),
@@ -173,6 +189,7 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
         "error_mean": statistics.mean(errors),
         "error_max": max(errors),
         "top1_agreement": agree / len(tokens),
+        "prefill_error_mean": statistics.mean(prefill_errors),
     }
 
 
@@ -222,6 +239,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the table here")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: time one .pte
     parser.add_argument("--reference", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--int4-products", default="fast", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.reference, args)))
@@ -238,7 +256,7 @@ def main() -> int:
 
         tokens = torch.randint(0, args.vocab, (args.teacher_tokens,), generator=torch.Generator().manual_seed(2))
         torch.save((reference_logits(checkpoint, tokens.tolist(), args), tokens.tolist()), reference)
-    ptes = {flow.name: checkpoint / f"{flow.name}-g{args.group_size}.pte" for flow in flows}
+    ptes = {flow.name: checkpoint / f"{flow.exported_as or flow.name}-g{args.group_size}.pte" for flow in flows}
     for flow in flows:  # every export first: nothing else runs while a flow is timed
         if not ptes[flow.name].is_file():
             print(f"exporting {flow.name}", flush=True)
@@ -252,7 +270,9 @@ def main() -> int:
         command = [sys.executable, "-m", "examples.onednn.llm_benchmark", "--measure", str(pte)]
         command += ["--reference", str(reference), "--threads", str(args.threads), "--vocab", str(args.vocab)]
         command += ["--prompt-tokens", str(args.prompt_tokens), "--decode-steps", str(args.decode_steps)]
-        result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
+        command += ["--int4-products", flow.int4_products]
+        environment = dict(os.environ, OMP_NUM_THREADS="1")  # the module docstring says why
+        result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True, env=environment)
         numbers = json.loads(result.stdout.strip().splitlines()[-1])
         size = pte.stat().st_size
         numbers["pte_mb"] = size / 1e6
@@ -263,15 +283,16 @@ def main() -> int:
         f"{args.threads} threads; memory bandwidth {bandwidth:.1f} GB/s (sum over 1 GiB)",
         "",
         "| flow | .pte MB | load s | peak RSS MB | prefill tok/s | decode tok/s | decode GB/s (of bandwidth) |"
-        " logits error mean / max | top-1 agreement |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " logits error mean / max | top-1 agreement | prefill logits error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, n in rows:
         lines.append(
             f"| {name} | {n['pte_mb']:.0f} | {n['load_s']:.2f} | {n['peak_rss_mb']:.0f} | "
             f"{args.prompt_tokens / n['prefill_s']:.1f} | {1 / n['decode_s']:.2f} | "
             f"{n['decode_gbs']:.1f} ({n['decode_gbs'] / bandwidth:.0%}) | "
-            f"{n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} |"
+            f"{n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} | "
+            f"{n['prefill_error_mean']:.3e} |"
         )
     table = "\n".join(lines)
     print(table)

@@ -438,10 +438,21 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     }
     case HostLoop::Kind::QuantizeRowsAffine:
     case HostLoop::Kind::DequantizeRowsAffine:
+    case HostLoop::Kind::CenterRowsAffine:
     case HostLoop::Kind::Int4VectorMatrix:
     case HostLoop::Kind::Int4FloatVectorMatrix:
     case HostLoop::Kind::ZeroPointTerms:
       return run_affine_step(step, source, target, aux);
+    case HostLoop::Kind::Interleave: {
+      std::vector<const uint8_t*> pieces{static_cast<const uint8_t*>(source), static_cast<const uint8_t*>(aux)};
+      for (const dnnl::memory& more : step.host_sources) {
+        pieces.push_back(static_cast<const uint8_t*>(more.get_data_handle()));
+      }
+      split_rows(loop.outer, loop.extent * loop.inner / 4, [&](size_t begin, size_t end) {
+        interleave_rows(pieces.data(), loop.extent, loop.inner, static_cast<uint8_t*>(target), begin, end);
+      });
+      return Error::Ok;
+    }
     case HostLoop::Kind::ReduceExtremum:
       reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;
@@ -469,7 +480,7 @@ size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
 // [2, rows], the scales first (oneDNN reads them as per-row src scales), the zero points as int32 after.
 Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* source, void* target, void* aux) {
   const HostLoop& loop = step.host;
-  const size_t rows = loop.kind == HostLoop::Kind::Int4VectorMatrix ? 1 : loop.outer;
+  const size_t rows = loop.outer;
   // The rows' scales and zero points (aux), for the kinds that have them.
   float* scales = aux != nullptr ? static_cast<float*>(aux) : nullptr;
   int32_t* zero_points = aux != nullptr ? reinterpret_cast<int32_t*>(scales + rows) : nullptr;
@@ -501,6 +512,12 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
         }
       });
       return Error::Ok;
+    case HostLoop::Kind::CenterRowsAffine:
+      split(loop.extent, [&](size_t begin, size_t end) {
+        center_rows_bf16(
+            static_cast<const int8_t*>(source), loop.extent, zero_points, static_cast<uint16_t*>(target), begin, end);
+      });
+      return Error::Ok;
     case HostLoop::Kind::ZeroPointTerms: {
       const auto* terms = static_cast<const float*>(step.host_sources[0].get_data_handle());
       split(loop.extent, [&](size_t begin, size_t end) {
@@ -520,8 +537,22 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.terms = static_cast<const float*>(handle(2));
       operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
+      if (rows == 1) {
+        parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
+          int4_vector_matrix(loop.int4, operands, begin, end);
+        });
+        return Error::Ok;
+      }
+      Int4RowsOperands several;
+      several.shared = operands;
+      several.rows = rows;
+      several.q = operands.q;
+      several.row_scales = scales;
+      several.zero_points = zero_points;
+      several.dst = operands.dst;
+      const PreparedInt4Rows& prepared = prepare_int4_rows(loop.int4, several.q, rows);
       parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
-        int4_vector_matrix(loop.int4, operands, begin, end);
+        int4_matrix_matrix(loop.int4, several, prepared, begin, end);
       });
       return Error::Ok;
     }

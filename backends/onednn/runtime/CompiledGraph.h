@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ArenaPool.h"
+#include "GraphBuilder.h"
 #include "HostLoops.h"
 #include "HostMemory.h"
 #include "Payload.h"
@@ -48,6 +49,7 @@ struct ConstantPacking {
 // graphs that pack identically, and the program's constants, loaded once (the named data map is only
 // valid during init()). Arenas come from the process's pool (ArenaPool.h).
 struct SharedBlocks {
+  BuildSettings settings = BuildSettings::current();
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> constants; // by value id
   struct PackedWeights {
     std::vector<ConstantPacking> packings;

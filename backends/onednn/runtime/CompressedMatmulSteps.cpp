@@ -5,14 +5,20 @@
 // (ops/affine.py). With `quantize_rows`, each row is first quantized as torchao's 8da4w does (int8,
 // asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
 //
-//   quantize_rows, s4, no zero points, one row   the int8-row host kernel (Int4VectorMatrix.h)
-//   quantize_rows, s4, no zero points, VNNI      oneDNN s8 x s4 matmul with per-row src scales, then
-//                                                the rows' zero points taken off on the host
-//   otherwise, s4, one row                       the f32-row host kernel (a bf16 row widened; rows to
-//                                                quantize are quantized and dequantized first)
-//   otherwise                                    oneDNN's weight decompression (f32 or bf16 rows, as
-//                                                above)
+//   quantize_rows, s4, no zero points, AMX,    oneDNN's AMX bf16 matmul of the quantized rows less their
+//     several rows, products "fast"            zero points (exact in bf16) by the weights dequantized to
+//                                              bf16, each row's scale a post-op (the default)
+//   ... products "exact"                       oneDNN's AMX s8 x s4 matmul with per-row src scales, then
+//                                              the rows' zero points taken off on the host
+//   quantize_rows, s4, no zero points,         the int8-row host kernel (Int4VectorMatrix.h), a block of
+//     otherwise                                columns at a time for several rows: oneDNN's s8 x s4
+//                                              matmul is its reference kernel without AMX
+//   otherwise, s4, one row                     the f32-row host kernel (a bf16 row widened; rows to
+//                                              quantize are quantized and dequantized first)
+//   otherwise                                  oneDNN's weight decompression (f32 or bf16 rows, as
+//                                              above)
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "CpuIsa.h"
@@ -23,6 +29,8 @@
 namespace executorch::backends::onednn {
 
 namespace {
+
+std::atomic<int> int4_products_setting{static_cast<int>(Int4Products::fast)};
 
 struct CompressedOperands {
   uint32_t src, weights, scales, zero_points; // zero_points: kNoValue when absent
@@ -131,31 +139,54 @@ BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4Mat
   return graph.owned_constant(plain_desc({op.n}), terms.data());
 }
 
+// How a matmul's rows carry their per-row quantization: not at all (f32 or bf16 rows that the weights
+// are dequantized to), as oneDNN's per-row src scales (s8 rows), or as a scale to multiply each
+// result by (bf16 rows holding q less the zero point).
+enum class RowScales { none, src, after };
+
 // oneDNN's matmul of `rows` by the weights read in place, their group scales (and zero points) as
-// attributes: with `row_scales` (per-row src scales) s8 rows, else f32 or bf16 rows whose type the
-// weights are dequantized to inside the kernel, as the program's dequantize_affine does.
+// attributes. RowScales::after runs over 3D views {1, rows, .}: oneDNN's brgemm matmul takes a
+// {1, rows, 1} post-op operand, while for a 2D {rows, 1} one it picks its reference kernel.
 void add_weights_matmul(
     const StepRecord& step,
     GraphBuilder& graph,
     const CompressedOperands& op,
     BufferId rows,
+    RowScales row_scaling,
     BufferId row_scales,
     BufferId dst) {
+  const bool after = row_scaling == RowScales::after;
+  const auto viewed = [&](BufferId buffer, int64_t columns) {
+    const DataType type = graph.buffer_desc(buffer).get_data_type();
+    return after ? graph.alias(buffer, plain_desc({1, op.rows, columns}, type)) : buffer;
+  };
+  rows = viewed(rows, op.k);
+  dst = viewed(dst, op.n);
   const memory::desc& src_desc = graph.buffer_desc(rows);
   const DataType src_type = src_desc.get_data_type();
+  const int group_mask = after ? (1 << 1) | (1 << 2) : (1 << 0) | (1 << 1);
   dnnl::primitive_attr attr = GraphBuilder::default_attr();
-  attr.set_scales(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::f32);
+  attr.set_scales(DNNL_ARG_WEIGHTS, group_mask, {op.group, 1}, DataType::f32);
   if (op.zero_points != kNoValue) {
-    attr.set_zero_points(DNNL_ARG_WEIGHTS, (1 << 0) | (1 << 1), {op.group, 1}, DataType::s8);
+    attr.set_zero_points(DNNL_ARG_WEIGHTS, group_mask, {op.group, 1}, DataType::s8);
   }
-  if (row_scales != kNoBuffer) {
+  if (row_scaling == RowScales::src) {
     attr.set_scales(DNNL_ARG_SRC, (1 << 0) | (1 << 1), {1, op.k}, DataType::f32);
   } else {
     attr.set_fpmath_mode(src_type == DataType::bf16 ? dnnl::fpmath_mode::bf16 : dnnl::fpmath_mode::strict, true);
   }
-  const memory::desc weights_desc = weights_view(op, graph.data_type(op.weights));
-  const bool has_bias = step.has_input(3);
+  const memory::desc weights_desc =
+      after ? memory::desc({1, op.k, op.n}, graph.data_type(op.weights), memory::format_tag::acb)
+            : weights_view(op, graph.data_type(op.weights));
+  // After the rows' scales the bias is added by a primitive of its own, so that it is not scaled (as a
+  // second post-op, a {1, 1, N} operand, it sends oneDNN to its reference kernel).
+  const bool has_bias = step.has_input(3) && !after;
   const memory::desc bias_desc = plain_desc({1, op.n});
+  if (after) {
+    dnnl::post_ops post_ops;
+    post_ops.append_binary(dnnl::algorithm::binary_mul, plain_desc({1, op.rows, 1}));
+    attr.set_post_ops(post_ops);
+  }
   dnnl::matmul::primitive_desc pd;
   try {
     pd = has_bias ? dnnl::matmul::primitive_desc(
@@ -180,13 +211,33 @@ void add_weights_matmul(
     args.emplace_back(
         DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, transposed_groups(graph, op, op.zero_points, DataType::s8));
   }
-  if (row_scales != kNoBuffer) {
+  if (row_scaling == RowScales::src) {
     args.emplace_back(DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, row_scales);
+  }
+  if (after) {
+    args.emplace_back(
+        DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, graph.alias(row_scales, plain_desc({1, op.rows, 1})));
   }
   if (has_bias) {
     args.emplace_back(DNNL_ARG_BIAS, graph.input_view(step.inputs[3], bias_desc, bias_desc));
   }
   graph.add_primitive(dnnl::matmul(pd), pd, args);
+  if (after && step.has_input(3)) {
+    const BufferId result = graph.alias(dst, plain_desc({op.rows, op.n}));
+    const dnnl::binary::primitive_desc add(
+        graph.engine(),
+        dnnl::algorithm::binary_add,
+        graph.buffer_desc(result),
+        bias_desc,
+        graph.buffer_desc(result),
+        GraphBuilder::default_attr());
+    graph.add_primitive(
+        dnnl::binary(add),
+        add,
+        {{DNNL_ARG_SRC_0, result},
+         {DNNL_ARG_SRC_1, graph.input_view(step.inputs[3], bias_desc, bias_desc)},
+         {DNNL_ARG_DST, result}});
+  }
 }
 
 // The host kernel for f32 rows takes int4 zero points only (in [-8, 7]).
@@ -215,32 +266,44 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   shape.k = static_cast<size_t>(op.k);
   shape.group = static_cast<size_t>(op.group);
 
-  if (int8_rows && (op.rows == 1 || int8_products_exact())) {
+  if (int8_rows) {
     const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
     const QuantizedRows quantized = add_row_quantization(graph, op, rows);
-    const BufferId terms = column_terms(graph, op, shape);
     const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
-    if (op.rows == 1) {
+    const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
+    if (op.rows > 1 && has_amx() && graph.settings().int4_products == Int4Products::fast) {
       HostLoop loop;
-      loop.kind = HostLoop::Kind::Int4VectorMatrix;
-      loop.int4 = shape;
-      loop.int4_bias = step.has_input(3);
-      std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales), terms};
-      if (loop.int4_bias) {
-        more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
-      }
-      graph.add_host_loop(loop, dst, quantized.q, quantized.params, more);
-    } else {
+      loop.kind = HostLoop::Kind::CenterRowsAffine;
+      loop.outer = static_cast<size_t>(op.rows);
+      loop.extent = static_cast<size_t>(op.k);
+      const BufferId centered = graph.scratch(plain_desc({op.rows, op.k}, DataType::bf16));
+      graph.add_host_loop(loop, centered, quantized.q, quantized.params);
+      add_weights_matmul(step, graph, op, centered, RowScales::after, row_scales, dst);
+      return;
+    }
+    const BufferId terms = column_terms(graph, op, shape);
+    if (op.rows > 1 && has_amx()) {
       // oneDNN takes per-row src scales but not per-row zero points (its reference kernel): the
       // product of the raw q, then each row's zero point times the column terms taken off.
-      add_weights_matmul(step, graph, op, quantized.q, graph.alias(quantized.params, plain_desc({op.rows, 1})), dst);
+      add_weights_matmul(step, graph, op, quantized.q, RowScales::src, row_scales, dst);
       HostLoop loop;
       loop.kind = HostLoop::Kind::ZeroPointTerms;
       loop.outer = static_cast<size_t>(op.rows);
       loop.extent = static_cast<size_t>(op.n);
       graph.add_host_loop(loop, dst, kNoBuffer, quantized.params, {terms});
+      return;
     }
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Int4VectorMatrix;
+    loop.outer = static_cast<size_t>(op.rows);
+    loop.int4 = shape;
+    loop.int4_bias = step.has_input(3);
+    std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales), terms};
+    if (loop.int4_bias) {
+      more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
+    }
+    graph.add_host_loop(loop, dst, quantized.q, quantized.params, more);
     return;
   }
 
@@ -275,7 +338,16 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   }
   const DataType result_type = type == DataType::bf16 ? graph.compute_type(output) : DataType::f32;
   const BufferId result = graph.define(output, plain_desc(out_dims, result_type));
-  add_weights_matmul(step, graph, op, rows, kNoBuffer, graph.alias(result, plain_desc({op.rows, op.n}, result_type)));
+  add_weights_matmul(
+      step, graph, op, rows, RowScales::none, kNoBuffer, graph.alias(result, plain_desc({op.rows, op.n}, result_type)));
+}
+
+void set_int4_products(Int4Products products) noexcept {
+  int4_products_setting.store(static_cast<int>(products));
+}
+
+Int4Products int4_products() noexcept {
+  return static_cast<Int4Products>(int4_products_setting.load());
 }
 
 } // namespace executorch::backends::onednn

@@ -192,9 +192,9 @@ bool prefers_direct_int8_kernel(const StepRecord& step, const ConvolutionShape& 
 constexpr int64_t kWinogradMinChannelsAvx512 = 24;
 
 // Whether the Winograd path is wanted for a layer of `shape` on this CPU, as the backend option says.
-bool winograd_wanted(const ConvolutionShape& shape) {
+bool winograd_wanted(const ConvolutionShape& shape, const GraphBuilder& graph) {
   const RowIsa isa = host_row_isa();
-  switch (winograd_use()) {
+  switch (graph.settings().winograd) {
     case WinogradUse::never:
       return false;
     case WinogradUse::always:
@@ -216,7 +216,7 @@ bool computes_by_winograd(
     const ConvolutionShape& shape,
     DataType type,
     const dnnl::primitive_desc& pd) {
-  if (shape.src.size() != 4 || step.int_scalar("groups") != 1 || !winograd_wanted(shape)) {
+  if (shape.src.size() != 4 || step.int_scalar("groups") != 1 || !winograd_wanted(shape, graph)) {
     return false;
   }
   // An emulated int8 convolution reads f32 operands too: its src and weights dequantized.

@@ -88,4 +88,8 @@ bool has_bf16_instructions() noexcept {
   return effective_isa_includes_any({dnnl_cpu_isa_avx2_vnni_2, dnnl_cpu_isa_avx512_core_bf16});
 }
 
+bool has_amx() noexcept {
+  return effective_isa_includes_any({dnnl_cpu_isa_avx512_core_amx});
+}
+
 } // namespace executorch::backends::onednn

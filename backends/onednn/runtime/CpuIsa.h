@@ -29,4 +29,7 @@ bool int8_products_exact() noexcept;
 // Whether oneDNN has native bf16 kernels here: AVX512-BF16 (and AMX) or AVX-NE-CONVERT (avx2_vnni_2).
 bool has_bf16_instructions() noexcept;
 
+// Whether oneDNN runs its AMX kernels here (int8 and bf16 tiles).
+bool has_amx() noexcept;
+
 } // namespace executorch::backends::onednn

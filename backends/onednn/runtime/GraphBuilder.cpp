@@ -9,6 +9,7 @@
 #include "CompiledGraph.h"
 #include "CpuIsa.h"
 #include "InitError.h"
+#include "StepBuilders.h"
 #include "Winograd.h"
 
 namespace executorch::backends::onednn {
@@ -42,6 +43,10 @@ void transform_winograd_weights(memory& from, memory& to, const dnnl::engine& en
 
 } // namespace
 
+BuildSettings BuildSettings::current() noexcept {
+  return {winograd_use(), onednn::int4_products()};
+}
+
 GraphBuilder::GraphBuilder(
     const Payload& payload,
     const runtime::NamedDataMap* named_data,
@@ -51,6 +56,7 @@ GraphBuilder::GraphBuilder(
     : payload_(payload),
       named_data_(named_data),
       shared_(shared),
+      settings_(shared != nullptr ? shared->settings : BuildSettings::current()),
       engine_(engine),
       stream_(stream),
       value_buffer_(payload.values.size(), kNoValue),

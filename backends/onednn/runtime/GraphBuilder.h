@@ -23,6 +23,16 @@ namespace executorch::backends::onednn {
 
 class CompiledGraph;
 struct SharedBlocks;
+enum class WinogradUse : int;  // Winograd.h
+enum class Int4Products : int; // StepBuilders.h
+
+// The backend options graphs build under (OneDnnBackend.cpp), read once as a program's delegate
+// initializes (SharedBlocks): the graphs a dynamic program builds later for new sizes follow them too.
+struct BuildSettings {
+  WinogradUse winograd;
+  Int4Products int4_products;
+  static BuildSettings current() noexcept;
+};
 using BufferId = uint32_t;
 constexpr BufferId kNoBuffer = 0xFFFFFFFF;
 
@@ -65,6 +75,9 @@ class GraphBuilder {
 
   const dnnl::engine& engine() const {
     return engine_;
+  }
+  const BuildSettings& settings() const {
+    return settings_;
   }
   const ValueRecord& value(uint32_t id) const {
     return payload_.values[id];
@@ -272,6 +285,7 @@ class GraphBuilder {
   const Payload& payload_;
   const runtime::NamedDataMap* named_data_;
   SharedBlocks* shared_;
+  BuildSettings settings_;
   size_t constant_bytes_ = 0;
   const dnnl::engine& engine_;
   dnnl::stream& stream_;

@@ -52,12 +52,17 @@ struct HostLoop {
     // in src into s8 dst, each row's scale (f32) and zero point (int32) into aux [2, outer].
     QuantizeRowsAffine,
     DequantizeRowsAffine, // dst (f32) = (src (s8) - zero point) * scale, per row, aux as QuantizeRowsAffine wrote it
-    // dst = the quantized row in src (aux: its scale and zero point) times int4 weights: the more
-    // sources are the weights, their group scales, the column terms and the bias when given.
+    CenterRowsAffine,     // dst (bf16) = src (s8) - zero point, per row (exact: |q - z| <= 255), aux as above
+    // dst = the `outer` quantized rows in src (aux: their scales and zero points) times int4 weights:
+    // the more sources are the weights, their group scales, the column terms and the bias when given.
     Int4VectorMatrix,
     // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
     // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).
     Int4FloatVectorMatrix,
+    // dst [outer, extent, inner bytes] = the `extent` sources (src, aux, then the more sources), each
+    // [outer, inner bytes], side by side: a concat whose pieces are a few bytes each (a rotary
+    // embedding's pairs), which oneDNN's concat copies one element at a time.
+    Interleave,
     ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (aux, as above) * terms[column]
                     // (the first more source), in place
   };
@@ -92,6 +97,30 @@ struct HostLoop {
   bool int4_bias = false;          // Int4VectorMatrix, Int4FloatVectorMatrix
   bool int4_zero_points = false;   // Int4FloatVectorMatrix
 };
+
+// Rows [begin, end) of an Interleave loop: row r of each of the `count` pieces, `bytes` each, side by
+// side in dst. Words of 4 bytes where the pieces hold whole ones (f32), bytes otherwise.
+inline void interleave_rows(
+    const uint8_t* const* pieces, size_t count, size_t bytes, uint8_t* dst, size_t begin, size_t end) {
+  if (bytes % 4 == 0) {
+    const size_t words = bytes / 4;
+    for (size_t r = begin; r < end; ++r) {
+      auto* out = reinterpret_cast<uint32_t*>(dst + r * count * bytes);
+      for (size_t i = 0; i < count; ++i) {
+        const auto* in = reinterpret_cast<const uint32_t*>(pieces[i] + r * bytes);
+        for (size_t w = 0; w < words; ++w) {
+          out[i * words + w] = in[w];
+        }
+      }
+    }
+    return;
+  }
+  for (size_t r = begin; r < end; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(dst + (r * count + i) * bytes, pieces[i] + r * bytes, bytes);
+    }
+  }
+}
 
 // Planes [begin, end) of an AdaptivePool loop: output o of a dim of size i reads the inputs
 // [floor(o * i / out), ceil((o + 1) * i / out)); max propagates NaN, as PyTorch's does.

@@ -560,6 +560,18 @@ void quantize_rows_affine_int8(
   }
 }
 
+void center_rows_bf16(const int8_t* q, size_t k, const int32_t* zero_points, uint16_t* dst, size_t begin, size_t end) {
+  for (size_t m = begin; m < end; ++m) {
+    const int32_t zero_point = zero_points[m];
+    for (size_t i = m * k; i < (m + 1) * k; ++i) {
+      uint32_t bits;
+      const float value = static_cast<float>(int32_t{q[i]} - zero_point);
+      std::memcpy(&bits, &value, sizeof bits);
+      dst[i] = static_cast<uint16_t>(bits >> 16);
+    }
+  }
+}
+
 void int4_column_terms(const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms) {
   const size_t groups = shape.k / shape.group;
   for (size_t r = 0; r < shape.n; ++r) {
@@ -589,6 +601,49 @@ void int4_vector_matrix(const Int4MatrixShape& shape, const Int4RowOperands& ope
     rows_vector<true>(shape, operands, prepared, begin, end);
   } else {
     rows_vector<false>(shape, operands, prepared, begin, end);
+  }
+}
+
+struct PreparedInt4Rows {
+  std::vector<PreparedRow> rows;
+};
+
+const PreparedInt4Rows& prepare_int4_rows(const Int4MatrixShape& shape, const int8_t* q, size_t rows) {
+  thread_local PreparedInt4Rows prepared;
+  if (prepared.rows.size() < rows) {
+    prepared.rows.resize(rows);
+  }
+  if (shape.vectorized()) {
+    for (size_t m = 0; m < rows; ++m) {
+      prepare_into(shape, q + m * shape.k, prepared.rows[m]);
+    }
+  }
+  return prepared;
+}
+
+void int4_matrix_matrix(
+    const Int4MatrixShape& shape,
+    const Int4RowsOperands& operands,
+    const PreparedInt4Rows& prepared,
+    size_t begin,
+    size_t end) {
+  const size_t block = std::max<size_t>(1, 32768 / std::max<size_t>(1, shape.k / 2));
+  for (size_t first = begin; first < end; first += block) {
+    const size_t last = std::min(end, first + block);
+    for (size_t m = 0; m < operands.rows; ++m) {
+      Int4RowOperands row = operands.shared;
+      row.q = operands.q + m * shape.k;
+      row.row_scale = operands.row_scales[m];
+      row.zero_point = operands.zero_points[m];
+      row.dst = operands.dst + m * shape.n;
+      if (!shape.vectorized()) {
+        rows_scalar(shape, row, first, last);
+      } else if (shape.vnni) {
+        rows_vector<true>(shape, row, prepared.rows[m], first, last);
+      } else {
+        rows_vector<false>(shape, row, prepared.rows[m], first, last);
+      }
+    }
   }
 }
 

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads", "max_isa", "verbose" and "winograd". Registered from a static initializer.
+// "num_threads", "max_isa", "verbose", "winograd" and "int4_products". Registered from a static initializer.
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -18,6 +18,7 @@
 #include "DelegateGraph.h"
 #include "InitError.h"
 #include "Payload.h"
+#include "StepBuilders.h"
 #include "Threading.h"
 #include "Winograd.h"
 
@@ -99,15 +100,24 @@ class OneDnnBackend final : public runtime::BackendInterface {
     delete static_cast<DelegateGraph*>(handle);
   }
 
-  // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h), "verbose" (int 0..2) and
-  // "winograd" (int 0..2, Winograd.h). Every option is checked before any applies, so a refused list
-  // changes nothing.
+  // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h), "verbose" (int 0..2),
+  // "winograd" (int 0..2, Winograd.h) and "int4_products" (int 0..1, StepBuilders.h). Every option is checked before
+  // any applies, so a refused list changes nothing.
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
     const char* max_isa = nullptr;
     const int* verbose = nullptr;
     const int* winograd = nullptr;
+    const int* products = nullptr;
     for (const BackendOption& option : options) {
+      if (has_key(option, kInt4ProductsOption)) {
+        products = std::get_if<int>(&option.value);
+        if (products == nullptr || *products < 0 || *products > 1) {
+          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (fast) or 1 (exact)", kInt4ProductsOption);
+          return Error::InvalidArgument;
+        }
+        continue;
+      }
       if (has_key(option, kWinogradOption)) {
         winograd = std::get_if<int>(&option.value);
         if (winograd == nullptr || *winograd < 0 || *winograd > 2) {
@@ -162,11 +172,14 @@ class OneDnnBackend final : public runtime::BackendInterface {
     if (winograd != nullptr) {
       set_winograd_use(static_cast<WinogradUse>(*winograd));
     }
+    if (products != nullptr) {
+      set_int4_products(static_cast<Int4Products>(*products));
+    }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
 
   // Fills "num_threads" with the count oneDNN runs with now, "max_isa" with the instruction set it
-  // dispatches to, "verbose" and "winograd" with their settings.
+  // dispatches to, "verbose", "winograd" and "int4_products" with their settings.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
       if (has_key(option, kVerboseOption)) {
@@ -175,6 +188,10 @@ class OneDnnBackend final : public runtime::BackendInterface {
       }
       if (has_key(option, kWinogradOption)) {
         option.value = static_cast<int>(winograd_use());
+        continue;
+      }
+      if (has_key(option, kInt4ProductsOption)) {
+        option.value = static_cast<int>(int4_products());
         continue;
       }
       if (has_key(option, kMaxIsaOption)) {
@@ -261,6 +278,13 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_set_winogra
   using namespace executorch::backends::onednn;
   executorch::runtime::BackendOptions<1> options;
   options.set_option(kWinogradOption, use);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_int4_products(int products) {
+  using namespace executorch::backends::onednn;
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kInt4ProductsOption, products);
   return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
 }
 

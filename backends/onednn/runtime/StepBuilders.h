@@ -44,6 +44,17 @@ void build_host_elementwise(const StepRecord& step, GraphBuilder& graph);
 void build_index_put(const StepRecord& step, GraphBuilder& graph);
 void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph);
 
+// The backend option "int4_products" (int, read when a program is loaded): how several rows that a
+// program quantizes to int8 (8da4w's prompt) multiply int4 weights on CPUs with AMX. `fast` runs AMX's
+// bf16 unit on the quantized rows less their zero points (exact in bf16) and the weights times their
+// group scales rounded to bf16 (a relative 2^-9 at most); `exact` sums the int8 products in int32, as
+// torchao's reference and the one-row kernels do, at about 0.5-0.65x the speed at group 32. Without
+// AMX every row is exact.
+inline constexpr char kInt4ProductsOption[] = "int4_products";
+enum class Int4Products : int { fast = 0, exact = 1 };
+void set_int4_products(Int4Products products) noexcept;
+Int4Products int4_products() noexcept;
+
 // The type a convolution or matmul computes in: its int8 src's (f32 where oneDNN's int8 products would
 // saturate), else bf16 when its activation or result is bf16 or the step asks for it, else f32.
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src);

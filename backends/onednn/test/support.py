@@ -10,7 +10,7 @@ import ctypes
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -84,6 +84,25 @@ def parse_verbose(text: str) -> list[Record]:
 
 def describe(trace: list[Record]) -> str:
     return "runtime trace of execute():\n" + "\n".join(f"    {record}" for record in trace)
+
+
+def _execute_with_int4_products(buffer: bytes, inputs: list[torch.Tensor], products: str) -> list[torch.Tensor]:
+    """Runs in the worker: load under set_int4_products(products) (read at load), then execute."""
+    from executorch.backends.onednn import set_int4_products
+    from executorch.runtime import Runtime
+
+    set_int4_products(products)
+    try:
+        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
+        method = program.load_method("forward")
+    finally:
+        set_int4_products("fast")
+    return [output.clone() for output in method.execute(inputs)]
+
+
+def execute_with_int4_products(buffer: bytes, inputs: Sequence[torch.Tensor], products: str) -> list[torch.Tensor]:
+    """execute(), with the backend option "int4_products" set to `products` for the program's load."""
+    return in_worker(_execute_with_int4_products, buffer, list(inputs), products)  # type: ignore[return-value]
 
 
 def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) -> tuple[list[torch.Tensor], str]:

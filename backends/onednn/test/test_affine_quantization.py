@@ -6,18 +6,29 @@ what the eager quantized module computes.
 
 The eager module quantizes each activation row to int8 and multiplies by the dequantized weights in f32;
 the delegate quantizes the rows the same way (bit for bit) and sums the int4 x int8 products exactly per
-group, so the two differ by f32 rounding only: 1e-5 of the output's magnitude."""
+group, so the two differ by f32 rounding only: 1e-5 of the output's magnitude. On CPUs with AMX several
+quantized rows at once run AMX's bf16 products by default (`set_int4_products("fast")`), which round
+each weight times its group scale to bf16: the tests here load their programs on "exact", but for the
+one on that setting."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 import torch
+from executorch.backends.onednn import effective_isa, set_int4_products
 from executorch.backends.onednn.serialization.schema import DType, StepKind
-from tester import execute, lower
+from support import execute_with_int4_products
+from tester import lower
 from torch import nn
 
 TOLERANCE = 1e-5
 IN_FEATURES, OUT_FEATURES = 128, 48
+
+
+def execute(buffer: bytes, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    return execute_with_int4_products(buffer, inputs, "exact")
 
 
 def quantized_linear(mode: str, group: int = 32, bias: bool = True) -> nn.Module:
@@ -65,6 +76,30 @@ def test_quantized_linear_runs_compressed_and_matches_the_eager_module(
         expected = model(x)
     (actual,) = execute(lowered.buffer, [x])
     assert relative_error(actual, expected) < TOLERANCE
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
+def test_several_quantized_rows_on_the_fast_setting_stay_within_bf16_weights(bias: bool) -> None:
+    # Off AMX the setting changes nothing: the rows stay exact.
+    model = quantized_linear("8da4w", 32, bias=bias)
+    x = torch.randn(40, IN_FEATURES) * 3 + 0.5
+    with torch.no_grad():
+        expected = model(x)
+        weights = model[0].weight.dequantize()
+    (actual,) = execute_with_int4_products(lower(model, (x,)).buffer, [x], "fast")
+    if effective_isa() == "avx512_core_amx":
+        # Each product off by at most 2^-9 of it (the weight rounded to bf16), the row quantized
+        # within half a step of x: a bound of 2^-8 of the products' magnitudes leaves room for both.
+        magnitudes = x.abs() @ weights.abs().T
+        assert bool(((actual - expected).abs() <= 2**-8 * magnitudes + 1e-5 * expected.abs().max()).all())
+        assert relative_error(actual, expected) > TOLERANCE  # the bf16 kernel ran, not the exact one
+    else:
+        assert relative_error(actual, expected) < TOLERANCE
+
+
+def test_set_int4_products_refuses_an_unknown_setting() -> None:
+    with pytest.raises(ValueError, match="set_int4_products expects one of"):
+        set_int4_products("approximate")
 
 
 def test_four_bit_weights_take_half_a_byte_each_in_the_program() -> None:

@@ -125,6 +125,7 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
     boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding (single layers are
     checked exactly in test_affine_quantization.py); the greedy next token is the same."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+    from executorch.backends.onednn import set_int4_products
     from executorch.backends.onednn.cli._export_llm import read_config
     from executorch.backends.onednn.serialization.payload import deserialize
     from executorch.backends.onednn.serialization.schema import DType, StepKind
@@ -167,7 +168,15 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
     with torch.no_grad():
         expected = reference(tokens, {"input_pos": torch.tensor([0])})
     expected = expected[0] if isinstance(expected, tuple) else expected
-    method = Runtime.get().load_program(str(pte)).load_method("forward")
+    # The prompt's rows in int32 products, as the eager model: AMX's default bf16 products for several
+    # rows round the weights (test_affine_quantization.py bounds them) and move this model's logits by
+    # up to 6e-2 of their magnitude, no further from fp32's than XNNPACK's (BENCHMARKS.md).
+    set_int4_products("exact")  # read as the method's delegates initialize
+    try:
+        program = Runtime.get().load_program(str(pte))
+        method = program.load_method("forward")
+    finally:
+        set_int4_products("fast")
     (actual,) = method.execute([tokens, torch.tensor([0])])
     assert float((actual - expected).abs().max() / expected.abs().max()) < 3e-2
     assert int(actual.argmax()) == int(expected.argmax())

@@ -189,3 +189,29 @@ def test_a_slice_whose_bytes_are_contiguous_is_a_view(
     trace = run_traced("slice", Fn(fn), shapes, "offsets")
     reorders = [r for r in trace if r.primitive == "reorder"]
     assert len(reorders) == copies, describe(trace)
+
+
+@pytest.mark.parametrize(
+    ("fn", "pieces"),
+    [
+        # A rotary embedding's pairs: 4-byte pieces side by side.
+        (lambda m, a, b: torch.stack([a * 2, b + 1], dim=-1).flatten(-2), 2),
+        # Three inputs of two values each (8-byte pieces), along a middle axis of size 1.
+        (lambda m, a, b, c: torch.cat([a * 2, b + 1, c - 1], dim=2), 3),
+    ],
+    ids=["rotary_pairs", "three_small_pieces"],
+)
+def test_a_concat_of_small_pieces_interleaves_on_the_host(fn: Callable[..., torch.Tensor], pieces: int) -> None:
+    """Pieces of at most 64 bytes go side by side in a host loop, not oneDNN's concat (which copies
+    them an element at a time); the bytes are the same."""
+    shape = (1, 6, 1, 2) if pieces == 3 else (2, 6, 4, 8)
+    inputs = tuple(torch.randn(shape) for _ in range(pieces))
+    model = Fn(fn)
+    lowered = lower(model, inputs)
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    assert any(step.kind == StepKind.CONCAT for step in lowered.steps())
+    outputs, trace = execute_traced(lowered.buffer, inputs)
+    assert not [r for r in trace if r.primitive == "concat"], describe(trace)
+    with torch.no_grad():
+        expected = flatten_outputs(model(*inputs))
+    assert [torch.equal(a, e) for a, e in zip(outputs, expected)] == [True] * len(expected)

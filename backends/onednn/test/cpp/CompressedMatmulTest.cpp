@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
+
 #include "../../runtime/Int4VectorMatrix.h"
 #include "BackendHarness.h"
 
@@ -102,18 +105,72 @@ std::vector<float> reference(
   return out;
 }
 
-void expect_close(const std::vector<float>& actual, const std::vector<float>& expected) {
+// Per result, the sum of its products' magnitudes, |quantized row| * |weight * group scale|.
+std::vector<float> product_magnitudes(const std::vector<float>& x, int64_t rows, const Weights& w) {
+  std::vector<float> out(rows * kN);
+  std::vector<int8_t> q(kK);
+  for (int64_t r = 0; r < rows; ++r) {
+    float scale = 0;
+    int32_t zero_point = 0;
+    executorch::backends::onednn::quantize_row_affine_int8(&x[r * kK], kK, q.data(), &scale, &zero_point);
+    for (int64_t n = 0; n < kN; ++n) {
+      double sum = 0;
+      for (int64_t k = 0; k < kK; ++k) {
+        const size_t g = n * (kK / kGroup) + k / kGroup;
+        sum += std::abs(static_cast<double>(q[k] - zero_point) * scale * w.values[n * kK + k] * w.scales[g]);
+      }
+      out[r * kN + n] = static_cast<float>(sum);
+    }
+  }
+  return out;
+}
+
+// Within 1e-5 of the largest result, plus `relative` of each result's product magnitudes when given.
+void expect_close(
+    const std::vector<float>& actual,
+    const std::vector<float>& expected,
+    const std::vector<float>& magnitudes = {},
+    float relative = 0) {
   ASSERT_EQ(actual.size(), expected.size());
   float largest = 0;
   for (float v : expected) {
     largest = std::max(largest, std::abs(v));
   }
   for (size_t i = 0; i < actual.size(); ++i) {
-    EXPECT_NEAR(actual[i], expected[i], 1e-5f * largest) << "at " << i;
+    const float slack = magnitudes.empty() ? 0 : relative * magnitudes[i];
+    EXPECT_NEAR(actual[i], expected[i], 1e-5f * largest + slack) << "at " << i;
   }
 }
 
+// The backend option "int4_products" (0: fast, 1: exact) for one test; the default back after it.
+class Int4ProductsSetting {
+ public:
+  explicit Int4ProductsSetting(int products) {
+    EXPECT_EQ(set(products), executorch::runtime::Error::Ok);
+  }
+  ~Int4ProductsSetting() {
+    set(0);
+  }
+
+ private:
+  static executorch::runtime::Error set(int products) {
+    executorch::runtime::BackendOptions<1> options;
+    options.set_option("int4_products", products);
+    return executorch::runtime::set_option("OneDnnBackend", options.view());
+  }
+};
+
+bool effective_isa_is_amx() {
+  executorch::runtime::BackendOptions<1> query;
+  query.set_option("max_isa", "");
+  const char* name = nullptr;
+  return executorch::runtime::get_option("OneDnnBackend", query.view()) == executorch::runtime::Error::Ok &&
+         query.get_option("max_isa", name) == executorch::runtime::Error::Ok && name != nullptr &&
+         std::strcmp(name, "avx512_core_amx") == 0;
+}
+
 TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
+  const Int4ProductsSetting exact(1); // the bf16 products of several quantized rows on AMX: below
   Weights zero_pointed = make_weights();
   for (float v : random_values(kN * kK / kGroup, 10)) {
     zero_pointed.zero_points.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
@@ -136,6 +193,31 @@ TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
             expect_close(outputs[0], reference(x, rows, w, quantize_rows, bias));
           }
         }
+      }
+    }
+  }
+}
+
+TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSetting) {
+  // AMX: "exact" is oneDNN's s8 x s4 kernel, "fast" its bf16 one, whose weights times their group
+  // scales round to bf16 (2^-9 of each product at most). Elsewhere both are the exact host kernel.
+  const Weights w = make_weights();
+  for (const int products : {1, 0}) {
+    const Int4ProductsSetting setting(products);
+    for (const int64_t rows : {2, 5, 40}) {
+      for (const bool bias : {false, true}) {
+        Model model = compressed_model(rows, w, DType::S4, /*quantize_rows=*/true, bias);
+        std::vector<float> x = random_values(rows * kK, 12);
+        for (float& v : x) {
+          v = 3.0f * v + 0.5f;
+        }
+        const auto outputs = run_model(model, {x});
+        SCOPED_TRACE(
+            ::testing::Message() << "products " << (products == 0 ? "fast" : "exact") << " rows " << rows << " bias "
+                                 << bias);
+        const bool rounded = products == 0 && effective_isa_is_amx();
+        expect_close(
+            outputs[0], reference(x, rows, w, true, bias), product_magnitudes(x, rows, w), rounded ? 0x1p-9f : 0);
       }
     }
   }
