@@ -537,22 +537,8 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.terms = static_cast<const float*>(handle(2));
       operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
-      if (rows == 1) {
-        parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
-          int4_vector_matrix(loop.int4, operands, begin, end);
-        });
-        return Error::Ok;
-      }
-      Int4RowsOperands several;
-      several.shared = operands;
-      several.rows = rows;
-      several.q = operands.q;
-      several.row_scales = scales;
-      several.zero_points = zero_points;
-      several.dst = operands.dst;
-      const PreparedInt4Rows& prepared = prepare_int4_rows(loop.int4, several.q, rows);
       parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
-        int4_matrix_matrix(loop.int4, several, prepared, begin, end);
+        int4_vector_matrix(loop.int4, operands, begin, end);
       });
       return Error::Ok;
     }

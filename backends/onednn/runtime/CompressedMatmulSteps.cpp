@@ -5,18 +5,20 @@
 // (ops/affine.py). With `quantize_rows`, each row is first quantized as torchao's 8da4w does (int8,
 // asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
 //
-//   quantize_rows, s4, no zero points, AMX,    oneDNN's AMX bf16 matmul of the quantized rows less their
-//     several rows, products "fast"            zero points (exact in bf16) by the weights dequantized to
-//                                              bf16, each row's scale a post-op (the default)
-//   ... products "exact"                       oneDNN's AMX s8 x s4 matmul with per-row src scales, then
-//                                              the rows' zero points taken off on the host
-//   quantize_rows, s4, no zero points,         the int8-row host kernel (Int4VectorMatrix.h), a block of
-//     otherwise                                columns at a time for several rows: oneDNN's s8 x s4
-//                                              matmul is its reference kernel without AMX
-//   otherwise, s4, one row                     the f32-row host kernel (a bf16 row widened; rows to
-//                                              quantize are quantized and dequantized first)
-//   otherwise                                  oneDNN's weight decompression (f32 or bf16 rows, as
-//                                              above)
+//   quantize_rows, s4, no zero points, one row  the int8-row host kernel (Int4VectorMatrix.h)
+//   ... several rows, AMX, products "fast"      oneDNN's AMX bf16 matmul of the quantized rows less
+//                                               their zero points (exact in bf16) by the weights
+//                                               dequantized to bf16, each row's scale a post-op
+//   ... several rows, AMX, products "exact"     oneDNN's AMX s8 x s4 matmul with per-row src scales,
+//                                               then the rows' zero points taken off on the host
+//   otherwise, s4, one row                      the f32-row host kernel (a bf16 row widened; rows to
+//                                               quantize are quantized and dequantized first)
+//   otherwise                                   oneDNN's weight decompression (f32 or bf16 rows, as
+//                                               above). Without AMX oneDNN's s8 x s4 matmul is its
+//                                               reference kernel (12 ns a product), and on the AMX
+//                                               Xeon capped to avx512_core_vnni (avx2) an 8da4w prompt
+//                                               ran 1.34x (1.31x) faster this way than through the
+//                                               one-row kernel a block of columns at a time.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -266,13 +268,13 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   shape.k = static_cast<size_t>(op.k);
   shape.group = static_cast<size_t>(op.group);
 
-  if (int8_rows) {
+  if (int8_rows && (op.rows == 1 || has_amx())) {
     const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
     const QuantizedRows quantized = add_row_quantization(graph, op, rows);
     const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
     const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
-    if (op.rows > 1 && has_amx() && graph.settings().int4_products == Int4Products::fast) {
+    if (op.rows > 1 && graph.settings().int4_products == Int4Products::fast) {
       HostLoop loop;
       loop.kind = HostLoop::Kind::CenterRowsAffine;
       loop.outer = static_cast<size_t>(op.rows);
@@ -283,7 +285,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
       return;
     }
     const BufferId terms = column_terms(graph, op, shape);
-    if (op.rows > 1 && has_amx()) {
+    if (op.rows > 1) {
       // oneDNN takes per-row src scales but not per-row zero points (its reference kernel): the
       // product of the raw q, then each row's zero point times the column terms taken off.
       add_weights_matmul(step, graph, op, quantized.q, RowScales::src, row_scales, dst);
@@ -296,7 +298,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     }
     HostLoop loop;
     loop.kind = HostLoop::Kind::Int4VectorMatrix;
-    loop.outer = static_cast<size_t>(op.rows);
+    loop.outer = 1;
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
     std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales), terms};

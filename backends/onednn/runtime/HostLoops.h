@@ -53,8 +53,8 @@ struct HostLoop {
     QuantizeRowsAffine,
     DequantizeRowsAffine, // dst (f32) = (src (s8) - zero point) * scale, per row, aux as QuantizeRowsAffine wrote it
     CenterRowsAffine,     // dst (bf16) = src (s8) - zero point, per row (exact: |q - z| <= 255), aux as above
-    // dst = the `outer` quantized rows in src (aux: their scales and zero points) times int4 weights:
-    // the more sources are the weights, their group scales, the column terms and the bias when given.
+    // dst = the quantized row in src (aux: its scale and zero point; `outer` 1) times int4 weights: the
+    // more sources are the weights, their group scales, the column terms and the bias when given.
     Int4VectorMatrix,
     // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
     // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).

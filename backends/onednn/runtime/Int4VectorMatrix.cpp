@@ -604,49 +604,6 @@ void int4_vector_matrix(const Int4MatrixShape& shape, const Int4RowOperands& ope
   }
 }
 
-struct PreparedInt4Rows {
-  std::vector<PreparedRow> rows;
-};
-
-const PreparedInt4Rows& prepare_int4_rows(const Int4MatrixShape& shape, const int8_t* q, size_t rows) {
-  thread_local PreparedInt4Rows prepared;
-  if (prepared.rows.size() < rows) {
-    prepared.rows.resize(rows);
-  }
-  if (shape.vectorized()) {
-    for (size_t m = 0; m < rows; ++m) {
-      prepare_into(shape, q + m * shape.k, prepared.rows[m]);
-    }
-  }
-  return prepared;
-}
-
-void int4_matrix_matrix(
-    const Int4MatrixShape& shape,
-    const Int4RowsOperands& operands,
-    const PreparedInt4Rows& prepared,
-    size_t begin,
-    size_t end) {
-  const size_t block = std::max<size_t>(1, 32768 / std::max<size_t>(1, shape.k / 2));
-  for (size_t first = begin; first < end; first += block) {
-    const size_t last = std::min(end, first + block);
-    for (size_t m = 0; m < operands.rows; ++m) {
-      Int4RowOperands row = operands.shared;
-      row.q = operands.q + m * shape.k;
-      row.row_scale = operands.row_scales[m];
-      row.zero_point = operands.zero_points[m];
-      row.dst = operands.dst + m * shape.n;
-      if (!shape.vectorized()) {
-        rows_scalar(shape, row, first, last);
-      } else if (shape.vnni) {
-        rows_vector<true>(shape, row, prepared.rows[m], first, last);
-      } else {
-        rows_vector<false>(shape, row, prepared.rows[m], first, last);
-      }
-    }
-  }
-}
-
 void subtract_zero_point_terms(
     float* dst,
     size_t rows,

@@ -79,33 +79,6 @@ void int4_column_terms(const Int4MatrixShape& shape, const uint8_t* weights, con
 // the row rearranged for its kernel in a buffer of its own, allocated on its first call.
 void int4_vector_matrix(const Int4MatrixShape& shape, const Int4RowOperands& operands, size_t begin, size_t end);
 
-// Several quantized rows times the same weights (a prompt): q [rows, k], each row's scale and zero
-// point, dst [rows, n]; `shared` gives the weights, their scales, the column terms and the bias (its
-// row fields are not read). Each row's results are int4_vector_matrix's, bit for bit.
-struct Int4RowsOperands {
-  Int4RowOperands shared;
-  size_t rows = 0;
-  const int8_t* q = nullptr;
-  const float* row_scales = nullptr;
-  const int32_t* zero_points = nullptr;
-  float* dst = nullptr;
-};
-
-// The rows rearranged for the vector kernels, once per call: prepare_int4_rows() fills a buffer of the
-// calling thread, which int4_matrix_matrix() then reads from every thread.
-struct PreparedInt4Rows;
-const PreparedInt4Rows& prepare_int4_rows(const Int4MatrixShape& shape, const int8_t* q, size_t rows);
-
-// Columns [begin, end) of every row, a block of columns at a time (about 32 KiB of their weights), so
-// that the block's weights stay in L1 while each row reads them, where row after row over all the
-// columns would stream them from memory once per row.
-void int4_matrix_matrix(
-    const Int4MatrixShape& shape,
-    const Int4RowsOperands& operands,
-    const PreparedInt4Rows& prepared,
-    size_t begin,
-    size_t end);
-
 // dst[m, r] -= (row_scales[m] * float(zero_points[m])) * terms[r] for rows m in [begin, end) of a
 // [rows, n] result: the zero points' share, after a matmul of the quantized rows that ignored them.
 void subtract_zero_point_terms(

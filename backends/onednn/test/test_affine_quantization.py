@@ -80,7 +80,7 @@ def test_quantized_linear_runs_compressed_and_matches_the_eager_module(
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
 def test_several_quantized_rows_on_the_fast_setting_stay_within_bf16_weights(bias: bool) -> None:
-    # Off AMX the setting changes nothing: the rows stay exact.
+    # Off AMX the setting changes nothing: the rows are quantized, dequantized and multiplied in f32.
     model = quantized_linear("8da4w", 32, bias=bias)
     x = torch.randn(40, IN_FEATURES) * 3 + 0.5
     with torch.no_grad():

@@ -200,7 +200,8 @@ TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
 
 TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSetting) {
   // AMX: "exact" is oneDNN's s8 x s4 kernel, "fast" its bf16 one, whose weights times their group
-  // scales round to bf16 (2^-9 of each product at most). Elsewhere both are the exact host kernel.
+  // scales round to bf16 (2^-9 of each product at most). Elsewhere both multiply the rows quantized
+  // and dequantized by the dequantized weights in f32.
   const Weights w = make_weights();
   for (const int products : {1, 0}) {
     const Int4ProductsSetting setting(products);

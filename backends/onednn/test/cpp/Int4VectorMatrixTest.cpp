@@ -397,60 +397,6 @@ TEST_P(Int4Path, ANaNRowScaleMakesEveryColumnNaN) {
   }
 }
 
-TEST_P(Int4Path, SeveralRowsGetTheOneRowKernelsResultsBitForBit) {
-  // More columns than a block, so that the rows take the weights block by block.
-  const Path path = GetParam();
-  std::mt19937 generator(13);
-  std::uniform_int_distribution<int> byte(-128, 127), zero(-128, 127);
-  std::uniform_real_distribution<float> uniform(0.001f, 0.1f);
-  for (const Case& c : {Case{37, 128, 32}, Case{300, 256, 64}, Case{70, 2048, 32}, Case{9, 96, 32}}) {
-    const Int4Matrix matrix(c.n, c.k, c.group, generator);
-    const size_t rows = 7;
-    std::vector<int8_t> q(rows * c.k);
-    for (int8_t& v : q) {
-      v = static_cast<int8_t>(byte(generator));
-    }
-    std::vector<float> row_scales(rows), bias(c.n);
-    std::vector<int32_t> zero_points(rows);
-    for (size_t m = 0; m < rows; ++m) {
-      row_scales[m] = uniform(generator);
-      zero_points[m] = zero(generator);
-    }
-    for (float& v : bias) {
-      v = uniform(generator);
-    }
-    const Int4MatrixShape shape = matrix.shape(path.isa, path.vnni);
-    Int4RowsOperands several;
-    several.shared.weights = matrix.packed.data();
-    several.shared.scales = matrix.scales.data();
-    several.shared.terms = matrix.terms.data();
-    several.shared.bias = bias.data();
-    several.rows = rows;
-    several.q = q.data();
-    several.row_scales = row_scales.data();
-    several.zero_points = zero_points.data();
-    // Columns 0 and n - 1 stay outside; two calls split the rest, as two threads would.
-    std::vector<float> dst(rows * c.n, -7.0f);
-    several.dst = dst.data();
-    const PreparedInt4Rows& prepared = prepare_int4_rows(shape, q.data(), rows);
-    const size_t split = c.n / 3;
-    int4_matrix_matrix(shape, several, prepared, 1, split);
-    int4_matrix_matrix(shape, several, prepared, split, c.n - 1);
-    for (size_t m = 0; m < rows; ++m) {
-      std::vector<float> want(c.n, -7.0f);
-      Int4RowOperands one = several.shared;
-      one.q = q.data() + m * c.k;
-      one.row_scale = row_scales[m];
-      one.zero_point = zero_points[m];
-      one.dst = want.data();
-      int4_vector_matrix(shape, one, 1, c.n - 1);
-      for (size_t r = 0; r < c.n; ++r) {
-        EXPECT_EQ(dst[m * c.n + r], want[r]) << "n " << c.n << " k " << c.k << " row " << m << " column " << r;
-      }
-    }
-  }
-}
-
 TEST(Int4VectorMatrix, ColumnTermsAreTheScaledGroupSumsInGroupOrder) {
   std::mt19937 generator(13);
   for (const Case& c : kCases) {
