@@ -12,6 +12,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from executorch.backends.onednn import OneDnnBackend, onednn_preprocess
@@ -86,17 +87,24 @@ def describe(trace: list[Record]) -> str:
     return "runtime trace of execute():\n" + "\n".join(f"    {record}" for record in trace)
 
 
-def _execute_with_int4_products(buffer: bytes, inputs: list[torch.Tensor], products: str) -> list[torch.Tensor]:
-    """Runs in the worker: load under set_int4_products(products) (read at load), then execute."""
-    from executorch.backends.onednn import set_int4_products
+def _load_under(buffer: bytes, set_option: Callable[[str], None], value: str, default: str) -> tuple[object, Any]:
+    """Runs in the worker: the program and its forward method, loaded (its delegates initialized, which
+    read the backend option) under set_option(value); `default` set again after. The program is returned
+    too: a Method does not keep its Program alive."""
     from executorch.runtime import Runtime
 
-    set_int4_products(products)
+    set_option(value)
     try:
-        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
-        method = program.load_method("forward")
+        program = Runtime.get().load_program(buffer)
+        return program, program.load_method("forward")
     finally:
-        set_int4_products("fast")
+        set_option(default)
+
+
+def _execute_with_int4_products(buffer: bytes, inputs: list[torch.Tensor], products: str) -> list[torch.Tensor]:
+    from executorch.backends.onednn import set_int4_products
+
+    _program, method = _load_under(buffer, set_int4_products, products, "fast")
     return [output.clone() for output in method.execute(inputs)]
 
 
@@ -108,15 +116,9 @@ def execute_with_int4_products(buffer: bytes, inputs: Sequence[torch.Tensor], pr
 def _execute_traced(buffer: bytes, inputs: list[torch.Tensor], winograd: str) -> tuple[list[torch.Tensor], str]:
     """Runs in the worker: load, then execute with oneDNN's verbose log captured from stdout."""
     from executorch.backends.onednn import set_verbose, set_winograd
-    from executorch.runtime import Runtime
 
     libc = ctypes.CDLL(None)
-    set_winograd(winograd)
-    try:
-        program = Runtime.get().load_program(buffer)  # a Method does not keep its Program alive
-        method = program.load_method("forward")
-    finally:
-        set_winograd("default")
+    _program, method = _load_under(buffer, set_winograd, winograd, "default")
     with tempfile.TemporaryFile() as log:
         libc.fflush(None)
         saved_stdout = os.dup(1)

@@ -75,29 +75,32 @@ Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool q
   return model;
 }
 
-std::vector<float> reference(
-    const std::vector<float>& x, int64_t rows, const Weights& w, bool quantize_rows, bool bias) {
-  std::vector<float> src = x;
-  if (quantize_rows) {
-    std::vector<int8_t> q(kK);
-    for (int64_t r = 0; r < rows; ++r) {
-      float scale = 0;
-      int32_t zero_point = 0;
-      executorch::backends::onednn::quantize_row_affine_int8(&x[r * kK], kK, q.data(), &scale, &zero_point);
-      for (int64_t k = 0; k < kK; ++k) {
-        src[r * kK + k] = static_cast<float>(q[k] - zero_point) * scale;
-      }
+// The rows quantized as torchao's 8da4w does, then dequantized: what the program multiplies.
+std::vector<float> dequantized_rows(const std::vector<float>& x, int64_t rows) {
+  std::vector<float> src(x.size());
+  std::vector<int8_t> q(kK);
+  for (int64_t r = 0; r < rows; ++r) {
+    float scale = 0;
+    int32_t zero_point = 0;
+    executorch::backends::onednn::quantize_row_affine_int8(&x[r * kK], kK, q.data(), &scale, &zero_point);
+    for (int64_t k = 0; k < kK; ++k) {
+      src[r * kK + k] = static_cast<float>(q[k] - zero_point) * scale;
     }
   }
-  const std::vector<float> biases = bias ? random_values(kN, 9) : std::vector<float>(kN, 0.0f);
+  return src;
+}
+
+// Per result, the sum of its products' magnitudes (with `magnitudes`) or of the products, in double.
+std::vector<float> summed_products(const std::vector<float>& src, int64_t rows, const Weights& w, bool magnitudes) {
   std::vector<float> out(rows * kN);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t n = 0; n < kN; ++n) {
-      double sum = biases[n];
+      double sum = 0;
       for (int64_t k = 0; k < kK; ++k) {
         const size_t g = n * (kK / kGroup) + k / kGroup;
         const int zero = w.zero_points.empty() ? 0 : w.zero_points[g];
-        sum += double{src[r * kK + k]} * float(w.values[n * kK + k] - zero) * w.scales[g];
+        const double product = double{src[r * kK + k]} * float(w.values[n * kK + k] - zero) * w.scales[g];
+        sum += magnitudes ? std::abs(product) : product;
       }
       out[r * kN + n] = static_cast<float>(sum);
     }
@@ -105,21 +108,13 @@ std::vector<float> reference(
   return out;
 }
 
-// Per result, the sum of its products' magnitudes, |quantized row| * |weight * group scale|.
-std::vector<float> product_magnitudes(const std::vector<float>& x, int64_t rows, const Weights& w) {
-  std::vector<float> out(rows * kN);
-  std::vector<int8_t> q(kK);
-  for (int64_t r = 0; r < rows; ++r) {
-    float scale = 0;
-    int32_t zero_point = 0;
-    executorch::backends::onednn::quantize_row_affine_int8(&x[r * kK], kK, q.data(), &scale, &zero_point);
-    for (int64_t n = 0; n < kN; ++n) {
-      double sum = 0;
-      for (int64_t k = 0; k < kK; ++k) {
-        const size_t g = n * (kK / kGroup) + k / kGroup;
-        sum += std::abs(static_cast<double>(q[k] - zero_point) * scale * w.values[n * kK + k] * w.scales[g]);
-      }
-      out[r * kN + n] = static_cast<float>(sum);
+std::vector<float> reference(
+    const std::vector<float>& x, int64_t rows, const Weights& w, bool quantize_rows, bool bias) {
+  std::vector<float> out = summed_products(quantize_rows ? dequantized_rows(x, rows) : x, rows, w, false);
+  if (bias) {
+    const std::vector<float> biases = random_values(kN, 9);
+    for (int64_t i = 0; i < rows * kN; ++i) {
+      out[i] += biases[i % kN];
     }
   }
   return out;
@@ -218,7 +213,10 @@ TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSett
                                  << bias);
         const bool rounded = products == 0 && effective_isa_is_amx();
         expect_close(
-            outputs[0], reference(x, rows, w, true, bias), product_magnitudes(x, rows, w), rounded ? 0x1p-9f : 0);
+            outputs[0],
+            reference(x, rows, w, true, bias),
+            summed_products(dequantized_rows(x, rows), rows, w, true),
+            rounded ? 0x1p-9f : 0);
       }
     }
   }
