@@ -58,6 +58,7 @@ FLOWS = {
         LlmFlow("onednn-8da4w-exact", "onednn", "8da4w", int4_products="exact", exported_as="onednn-8da4w"),
         LlmFlow("onednn-4w", "onednn", "4w"),
         LlmFlow("onednn-4w-bf16", "onednn", "4w", "bf16"),
+        LlmFlow("onednn-int8", "onednn", "int8"),
         LlmFlow("onednn-bf16", "onednn", None, "bf16"),
     )
 }

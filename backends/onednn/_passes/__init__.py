@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 when
 asked for, and plan_layouts last). Each module is named after the pass it holds (fold_arithmetic holds
-two: drop_neutral_binaries and fold_operand_scales; provenance holds no pass, but how sources follow
-the steps through every pass)."""
+three: drop_neutral_binaries, fold_operand_scales and fold_channel_scales; provenance holds no pass, but
+how sources follow the steps through every pass)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ..serialization.payload import Graph
 from .compute_in_bf16 import compute_in_bf16
 from .drop_unused import drop_unused
-from .fold_arithmetic import drop_neutral_binaries, fold_operand_scales
+from .fold_arithmetic import drop_neutral_binaries, fold_channel_scales, fold_operand_scales
 from .fold_batch_norm import fold_batch_norm
 from .fold_channel_gates import fold_channel_gates
 from .fuse_attention import fuse_attention
@@ -32,6 +32,7 @@ PASSES: list[GraphPass] = [
     simplify_layout,
     drop_neutral_binaries,
     fold_operand_scales,
+    fold_channel_scales,
     fold_channel_gates,
     rotate_half_as_matmul,
     fuse_rms_norm,
@@ -65,6 +66,7 @@ __all__ = [
     "drop_unused",
     "fold_batch_norm",
     "fold_channel_gates",
+    "fold_channel_scales",
     "fold_operand_scales",
     "fuse_attention",
     "fuse_post_ops",

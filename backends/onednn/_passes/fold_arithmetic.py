@@ -4,7 +4,9 @@
 
 drop_neutral_binaries removes `x + 0`, `x * 1` and the like with a constant operand; fold_operand_scales
 moves the scales of a matmul's operands to one post-op of its result. Both come from exported
-attention (an all-zero mask, queries and keys scaled by sqrt(scale) each).
+attention (an all-zero mask, queries and keys scaled by sqrt(scale) each). fold_channel_scales moves a
+per-column constant factor of a compressed matmul's result into its weights' scales (export_llm's
+weight-only int8 linears).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..serialization.payload import Graph, Step
-from ..serialization.schema import NO_VALUE, BinaryAlg, EltwiseAlg, PostOpKind, StepKind
+from ..serialization.schema import NO_VALUE, BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
 from ..serialization.shapes import same_dims
 from .simplify_layout import is_layout_only
 
@@ -101,4 +103,47 @@ def _scaled_source(graph: Graph, matmul: Step, operand: int) -> tuple[Step, Step
         if not is_layout_only(graph, producer):
             return None
         reader, value_id = producer, producer.inputs[0]
+    return None
+
+
+def fold_channel_scales(graph: Graph) -> Graph:
+    """`compressed_matmul(x, W) * s` with s a constant per output column (dims [N] or [1, .., N]) becomes
+    the matmul with its scales times s: one pass over the result less. Not with a bias, which s would
+    scale too."""
+    index = 0
+    while index < len(graph.steps):
+        scaling = graph.steps[index]
+        found = _channel_scaled_matmul(graph, scaling)
+        if found is None:
+            index += 1
+            continue
+        matmul, factors = found
+        scales = graph.constant_data[matmul.inputs[2]] * factors.reshape(-1, 1).float()
+        matmul.inputs[2] = graph.add_constant(scales, DType.F32)
+        matmul.outputs = [scaling.outputs[0]]
+        del graph.steps[index]
+    return graph
+
+
+def _channel_scaled_matmul(graph: Graph, step: Step) -> tuple[Step, torch.Tensor] | None:
+    """The compressed matmul `step` scales per column and the factors, if the fold applies."""
+    if step.kind != StepKind.BINARY or step.ints != {"alg": [BinaryAlg.MUL]} or step.floats:
+        return None
+    producers, consumers = graph.producers(), graph.consumers()
+    for product, constant in (step.inputs, step.inputs[::-1]):
+        factors = graph.constant_data.get(constant)
+        if product not in producers or factors is None or product in graph.outputs:
+            continue
+        matmul = graph.steps[producers[product]]
+        if matmul.kind != StepKind.COMPRESSED_MATMUL or len(consumers[product]) != 1:
+            continue
+        if matmul.inputs[2] not in graph.constant_data:
+            continue
+        if len(matmul.inputs) > 3 and matmul.inputs[3] != NO_VALUE:
+            continue
+        columns = graph.values[matmul.inputs[1]].dims[0]
+        result, out = graph.values[product], graph.values[step.outputs[0]]
+        per_column = factors.dim() >= 1 and factors.numel() == columns and factors.shape[-1] == columns
+        if per_column and same_dims(result.dims, out.dims) and result.dtype == out.dtype:
+            return matmul, factors
     return None

@@ -16,9 +16,9 @@ from typing import Any
 from ._common import CliError, Stage
 
 PRECISIONS = ("fp32", "bf16")
-# torchao's affine quantization of the linear layers (ops/affine.py): int8 rows x int4 or int8 weights,
-# or int4 weights under f32 (or bf16) rows.
-QMODES = ("8da4w", "8da8w", "4w")
+# The linear layers' quantization (ops/affine.py): torchao's affine ops for int8 rows x int4 or int8
+# weights and for int4 weights under f32 (or bf16) rows; export_llm's own weight-only int8 module.
+QMODES = ("8da4w", "8da8w", "4w", "int8")
 # Other backends' switches: export-llm is the backend choice.
 OTHER_BACKENDS = ("xnnpack", "coreml", "vulkan", "qnn", "mps", "openvino", "tosa", "ethosu", "vgf", "mlx")
 

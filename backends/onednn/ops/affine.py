@@ -1,10 +1,17 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""torchao's affine quantization around linear layers (export_llm's `quantization.qmode` 8da4w, 4w and
-int8): one COMPRESSED_MATMUL step each, its weights kept as quantized.
+"""Linear layers with quantized weights (export_llm's `quantization.qmode` 8da4w, 8da8w, 4w and int8):
+one COMPRESSED_MATMUL step each, its weights kept as quantized. torchao's affine quantization:
 
     W = dequantize_affine(Wq, [1, G], scales, zero_points, int8, qmin, qmax)    Wq constant [N, K]
     linear(x, W, bias)                 ->  COMPRESSED_MATMUL(x, Wq, scales, bias[, zero_points])
+
+export_llm's own weight-only int8 module (qmode=int8) casts the weights and scales the result per
+output channel; the cast lowers to nothing, the scaling multiply is folded into the step's scales
+afterwards (_passes/fold_arithmetic.py: fold_channel_scales):
+
+    linear(x, Wq.to(float32)) * s      ->  COMPRESSED_MATMUL(x, Wq, ones [N, 1]) * s
+                                       ->  COMPRESSED_MATMUL(x, Wq, s [N, 1])
 
 and with the activations quantized per row at run time (8da4w):
 
@@ -40,6 +47,7 @@ DEQUANTIZE = "torchao::dequantize_affine"
 QUANTIZE = "torchao::quantize_affine"
 CHOOSE_QPARAMS = "torchao::choose_qparams_affine"
 WEIGHT_RANGES = {(-8, 7): DType.S4, (-128, 127): DType.S8, (-127, 127): DType.S8}
+CASTS = frozenset({"dim_order_ops::_to_dim_order_copy", "aten::_to_copy"})
 ROW_RANGE = (-128, 127)
 
 
@@ -68,8 +76,40 @@ class CompressedWeights:
     zero_points: torch.Tensor | None  # int [N, K / group]; None when all zero
 
 
+def int8_weights_cast(node: object) -> Node | None:
+    """The int8 [N, K] tensor `node` casts to floats, when every user is a linear reading the result as
+    its weights (export_llm's qmode=int8: `F.linear(x, weight.to(x.dtype)) * scales`), else None."""
+    if not isinstance(node, Node) or op_name(node) not in CASTS or not node.users:
+        return None
+    source, result = node.args[0], node.meta.get("val")
+    value = source.meta.get("val") if isinstance(source, Node) else None
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.int8 or value.dim() != 2:
+        return None
+    if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float32, torch.bfloat16):
+        return None
+    if node.kwargs.get("dim_order") not in (None, [0, 1]):
+        return None
+    linear = torch.ops.aten.linear.default
+    if any(aten_op(user.target) != linear or user.args[1] is not node or user.args[0] is node for user in node.users):
+        return None
+    return source if isinstance(source, Node) else None
+
+
+def reads_through_cast(ctx: LoweringContext, node: Node) -> bool:
+    """Whether `node` is a cast of constant int8 weights that its linear layers read compressed."""
+    source = int8_weights_cast(node)
+    return source is not None and ctx.constant_node_data(source) is not None
+
+
 def compressed_weight(ctx: LoweringContext, w: object) -> CompressedWeights | None:
-    """A dequantize_affine of constant weights grouped along K, or None when `w` is not one."""
+    """A dequantize_affine of constant weights grouped along K, a cast of constant int8 weights (one
+    group a row, scales of one: the result's scaling is folded in later), or None."""
+    cast_source = int8_weights_cast(w)
+    if cast_source is not None:
+        values = ctx.constant_node_data(cast_source)
+        if values is None:
+            return None
+        return CompressedWeights(DType.S8, values.shape[1], values, torch.ones(values.shape[0], 1), None)
     if not is_affine(w, DEQUANTIZE):
         return None
     names = ("input", "block_size", "scale", "zero_point")

@@ -99,6 +99,14 @@ MAX_FOLDED_BYTES = 64 << 20
 KEPT_COMPRESSED = frozenset({"torchao::dequantize_affine"})
 
 
+def kept_compressed(node: Node) -> bool:
+    from .affine import int8_weights_cast  # affine.py builds on this module
+
+    op = aten_op(node.target)
+    named = isinstance(op, torch._ops.OpOverload) and op.name() in KEPT_COMPRESSED
+    return named or int8_weights_cast(node) is not None
+
+
 class ConstantEvaluator:
     """Evaluates nodes that depend only on constants, with real tensors, once each."""
 
@@ -142,7 +150,7 @@ class ConstantEvaluator:
         op = aten_op(node.target)
         if isinstance(op, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in op.tags:
             return None
-        if isinstance(op, torch._ops.OpOverload) and op.name() in KEPT_COMPRESSED:
+        if kept_compressed(node):
             return None
         evaluated = {arg: self.results[arg] for arg in node.all_input_nodes}
         if any(value is None for value in evaluated.values()):

@@ -747,11 +747,24 @@ def transpose_dims(node: Node, rank: int) -> list[int]:
     return perm
 
 
+def weights_cast_users_taken(node: Node, supported: Callable[[Node], bool]) -> str | None:
+    """A cast of int8 weights has no value of its own: every linear reading it must be delegated too."""
+    from .affine import every_user_taken, int8_weights_cast
+
+    return None if int8_weights_cast(node) is None else every_user_taken(node, supported)
+
+
 def lower_dim_order_copy(ctx: LoweringContext, node: Node) -> None:
+    from .affine import reads_through_cast  # affine.py builds on this module's OpRule
+
+    if reads_through_cast(ctx, node):
+        return  # int8 weights: their linear layers read them compressed
     dim_order = node.kwargs.get("dim_order")
     rank = len(ctx.dims_of(node))
     if dim_order not in (None, list(range(rank))):
         raise Unsupported("copy that changes the dim order")
+    if node.kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        raise Unsupported(f"copy to {node.kwargs['memory_format']}")
     data = ctx.constant_node_data(node.args[0])
     target = fake_tensor(node).dtype
     if data is not None and target in SUPPORTED_DTYPES:
@@ -1061,8 +1074,12 @@ OP_RULES: dict[object, OpRule] = {
     aten.slice_copy.Tensor: OpRule(lower_slice, compute=False),
     aten.split_with_sizes_copy.default: OpRule(lower_split_with_sizes, compute=False),
     aten.expand_copy.default: OpRule(lower_expand, compute=False, users_ok=expand_users_ok),
-    torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(lower_dim_order_copy, compute=False),
+    torch.ops.dim_order_ops._to_dim_order_copy.default: OpRule(
+        lower_dim_order_copy, compute=False, users_ok=weights_cast_users_taken
+    ),
     torch.ops.dim_order_ops._clone_dim_order.default: OpRule(lower_dim_order_copy, compute=False),
+    # What export_llm's edge programs hold instead (its LLMEdgeManager skips dim orders).
+    aten._to_copy.default: OpRule(lower_dim_order_copy, compute=False, users_ok=weights_cast_users_taken),
     operator.getitem: OpRule(lower_getitem, compute=False),
     aten.sym_size.int: SIZE_ARITHMETIC,
     **dict.fromkeys((operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod), SIZE_ARITHMETIC),

@@ -107,6 +107,9 @@ memory::desc group_view(const CompressedOperands& op, DataType type) {
 // constant would stay resident beside the bytes the one-row host kernels read (1/8 byte a weight: 134
 // MB on a 1.1B-parameter LLM at group 32) for a copy that costs a several-row matmul little.
 BufferId transposed_groups(GraphBuilder& graph, const CompressedOperands& op, uint32_t value, DataType type) {
+  if (op.k == op.group) { // one group a row (export_llm's qmode=int8): [N, 1] is [1, N] already
+    return graph.alias(graph.buffer(value), plain_desc({1, op.n}, type));
+  }
   const BufferId transposed = graph.scratch(plain_desc({op.k / op.group, op.n}, type));
   graph.add_reorder(graph.alias(graph.buffer(value), group_view(op, type)), transposed);
   return transposed;

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
+from executorch.exir import EdgeCompileConfig
 from support import Fn
 from tester import DEFAULT_TOLERANCE
 from torch import nn
@@ -37,6 +38,8 @@ class OpCase:
     positive: bool = False
     # The op is not core ATen: lowered with the IR check off, as the backend test suite does.
     non_core_aten: bool = False
+    # Lowered without dim orders, as export_llm's edge manager does (casts stay aten::_to_copy).
+    skip_dim_order: bool = False
     # Inputs rounded to values bf16 holds: a discontinuous op (floor) would otherwise jump wherever
     # precision="bf16" rounds an input across an integer.
     bf16_exact_inputs: bool = False
@@ -46,6 +49,11 @@ class OpCase:
     not_in_bf16: str | None = None
     # Inputs of other dtypes than float (indices, masks), made from the seeded generator.
     make_inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]] | None = None
+
+    def compile_config(self) -> EdgeCompileConfig | None:
+        if not (self.non_core_aten or self.skip_dim_order):
+            return None
+        return EdgeCompileConfig(_check_ir_validity=not self.non_core_aten, _skip_dim_order=self.skip_dim_order)
 
     def inputs(self) -> tuple[torch.Tensor, ...]:
         generator = torch.Generator().manual_seed(0)
@@ -563,6 +571,14 @@ LAYOUT = [
         fn(lambda m, x: x + m.table.to(torch.float32)),
         T2,
         ("aten::add", "dim_order_ops::_to_dim_order_copy"),
+    ),
+    OpCase(
+        "cast_without_dim_order",
+        fn(lambda m, x: (x.to(torch.bfloat16) * 2).to(torch.float32) + 1),
+        T2,
+        ("aten::_to_copy", "aten::mul", "aten::add"),
+        skip_dim_order=True,
+        not_in_bf16="its casts between fixed dtypes are what it checks",
     ),
 ]
 

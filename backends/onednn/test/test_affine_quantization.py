@@ -1,8 +1,9 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""torchao's affine quantization as export_llm applies it (qmode 8da4w, 8da8w, 4w): each linear layer
-becomes one COMPRESSED_MATMUL whose weights stay 4- or 8-bit in the program, and the delegate computes
-what the eager quantized module computes.
+"""Linear layers quantized as export_llm quantizes them (torchao's affine quantization for qmode 8da4w,
+8da8w, 4w; its own weight-only int8 module for qmode=int8): each becomes one COMPRESSED_MATMUL whose
+weights stay 4- or 8-bit in the program, and the delegate computes what the eager quantized module
+computes.
 
 The eager module quantizes each activation row to int8 and multiplies by the dequantized weights in f32;
 the delegate quantizes the rows the same way (bit for bit) and sums the int4 x int8 products exactly per
@@ -95,6 +96,42 @@ def test_several_quantized_rows_on_the_fast_setting_stay_within_bf16_weights(bia
         assert relative_error(actual, expected) > TOLERANCE  # the bf16 kernel ran, not the exact one
     else:
         assert relative_error(actual, expected) < TOLERANCE
+
+
+def weight_only_int8_model() -> nn.Module:
+    """Two linears quantized by export_llm's qmode=int8 (`WeightOnlyInt8QuantHandler`): int8 weights,
+    one bf16 scale per output channel applied to the result."""
+    from executorch.examples.models.llama.source_transformation.quantize import WeightOnlyInt8QuantHandler
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(IN_FEATURES, OUT_FEATURES * 8, bias=False),
+        nn.SiLU(),
+        nn.Linear(OUT_FEATURES * 8, OUT_FEATURES, bias=False),
+    )
+    return WeightOnlyInt8QuantHandler(model).quantized_model().eval()
+
+
+@pytest.mark.parametrize("rows", ROWS, ids=["one_row", "rows", "3d"])
+def test_weight_only_int8_linears_run_compressed_with_their_channel_scales_folded(rows: tuple[int, ...]) -> None:
+    model = weight_only_int8_model()
+    x = torch.randn(rows) * 3
+    lowered = lower(model, (x,))
+    assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
+    (graph,) = lowered.payloads()
+    matmuls = lowered.steps(StepKind.COMPRESSED_MATMUL)
+    assert len(matmuls) == 2 and not lowered.steps(StepKind.BINARY)  # each result's scaling folded in
+    for step, linear in zip(matmuls, (model[0], model[2])):
+        n, k = linear.weight.shape
+        assert step.ints["group_size"] == [k] and step.ints["quantize_rows"] == [0]
+        assert graph.values[step.inputs[1]].dtype == DType.S8 and graph.values[step.inputs[2]].dims == (n, 1)
+    # One byte a weight: the cast to f32 is never folded into a copy of the weights.
+    weights = IN_FEATURES * OUT_FEATURES * 8 + OUT_FEATURES * 8 * OUT_FEATURES
+    assert len(lowered.buffer) < 1.25 * weights + 16384
+    with torch.no_grad():
+        expected = model(x)
+    (actual,) = execute(lowered.buffer, [x])
+    assert relative_error(actual, expected) < TOLERANCE
 
 
 def test_set_int4_products_refuses_an_unknown_setting() -> None:

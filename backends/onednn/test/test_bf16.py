@@ -63,10 +63,6 @@ def _tolerance(case: OpCase) -> float:
     return OP_TOLERANCE_OVERRIDES.get(case.id, OP_TOLERANCE)
 
 
-def _compile_config(case: OpCase) -> exir.EdgeCompileConfig | None:
-    return exir.EdgeCompileConfig(_check_ir_validity=False) if case.non_core_aten else None
-
-
 FLOAT_CASES = [c for c in CASES if all(x.is_floating_point() for x in c.inputs()) and c.not_in_bf16 is None]
 BF16_MODEL_CASES = [c for c in FLOAT_CASES if c.not_in_bf16_models is None]
 
@@ -75,7 +71,7 @@ BF16_MODEL_CASES = [c for c in FLOAT_CASES if c.not_in_bf16_models is None]
 def test_bf16_model_is_delegated_in_bf16(case: OpCase) -> None:
     model = case.model().to(torch.bfloat16)
     inputs = as_bf16(case.inputs())
-    check(case.id, model, inputs, OneDnnPartitioner(), _tolerance(case), case.ops, _compile_config(case))
+    check(case.id, model, inputs, OneDnnPartitioner(), _tolerance(case), case.ops, case.compile_config())
 
 
 @pytest.mark.parametrize("case", FLOAT_CASES, ids=[c.id for c in FLOAT_CASES])
@@ -87,7 +83,7 @@ def test_fp32_model_computes_in_bf16_on_request(case: OpCase) -> None:
         OneDnnPartitioner(precision="bf16"),
         _tolerance(case),
         case.ops,
-        _compile_config(case),
+        case.compile_config(),
     )
 
 

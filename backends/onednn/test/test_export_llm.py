@@ -100,7 +100,7 @@ def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["quantization.qmode=int8"], "not supported by export-llm yet"),
+        (["quantization.qmode=torchao:8da4w"], "not supported by export-llm yet"),
         (["quantization.pt2e_quantize=xnnpack_dynamic"], "not supported by export-llm yet"),
         (["backend.xnnpack.enabled=True"], "export-llm lowers to oneDNN"),
         (["model.no_such_option=1"], "not an LlmConfig"),
@@ -115,15 +115,17 @@ def test_export_llm_refuses_what_it_cannot_do_in_one_line(
     assert len(error) == 1 and message in error[0], error
 
 
-@pytest.mark.parametrize(("qmode", "group", "embedding"), [("8da4w", 32, "4,32"), ("4w", 64, None)])
+@pytest.mark.parametrize(
+    ("qmode", "group", "embedding"), [("8da4w", 32, "4,32"), ("4w", 64, None), ("int8", None, "8,0")]
+)
 def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quantized_model(
-    checkpoint: dict[str, object], qmode: str, group: int, embedding: str | None
+    checkpoint: dict[str, object], qmode: str, group: int | None, embedding: str | None
 ) -> None:
     """export_llm's own quantization of the linear layers: every linear becomes one COMPRESSED_MATMUL
-    with 4-bit weights, and the prompt's logits follow the eager quantized model (export_llm's pipeline
-    without lowering). A row quantized to int8 moves by a step when an ulp moves it across a rounding
-    boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding (single layers are
-    checked exactly in test_affine_quantization.py); the greedy next token is the same."""
+    with 4-bit weights (8-bit for qmode=int8), and the prompt's logits follow the eager quantized model
+    (export_llm's pipeline without lowering). A row quantized to int8 moves by a step when an ulp moves it
+    across a rounding boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding
+    (single layers are checked exactly in test_affine_quantization.py); the greedy next token is the same."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
     from executorch.backends.onednn import set_int4_products
     from executorch.backends.onednn.cli._export_llm import read_config
@@ -142,7 +144,7 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
         "export.max_seq_length=64",
         "export.max_context_length=64",
         f"quantization.qmode={qmode}",
-        f"quantization.group_size={group}",
+        *([f"quantization.group_size={group}"] if group else []),
         *([f"quantization.embedding_quantize='{embedding}'"] if embedding else []),
     ]
     assert main(["export-llm", *overrides, f"export.output_name={pte}"]) == 0
@@ -154,14 +156,14 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
     layers = 2  # q, k, v, o and the three of the MLP per layer, and the output projection
     assert len(linears) == 7 * layers + 1
     stored = {payload.values[step.inputs[1]].dtype for payload in payloads for step in payload.steps if step in linears}
-    assert stored == {DType.S4}
+    assert stored == {DType.S8 if qmode == "int8" else DType.S4}
     tables = [
         payload.values[step.inputs[0]].dtype
         for payload in payloads
         for step in payload.steps
         if step.kind == StepKind.GATHER
     ]
-    assert tables == ([DType.S4] if embedding else [DType.F32])
+    assert tables == ([DType.S4 if embedding.startswith("4") else DType.S8] if embedding else [DType.F32])
     manager = llama._prepare_for_llama_export(read_config(None, overrides))
     reference = manager.export().pre_autograd_graph_module
     tokens = torch.tensor([[1, 4, 2, 7, 3, 5]])

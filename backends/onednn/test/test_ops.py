@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 from executorch.backends.onednn.ops import OP_RULES
-from executorch.exir import EdgeCompileConfig
 from op_cases import CASES, OpCase
 from support import SIZE_ARITHMETIC_OPS, Fn
 from tester import op_name, run_and_compare
@@ -37,7 +36,7 @@ COVERED_BY_TEST_AFFINE_QUANTIZATION = {
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_op_is_delegated_and_matches_eager(case: OpCase) -> None:
-    config = EdgeCompileConfig(_check_ir_validity=False) if case.non_core_aten else None
+    config = case.compile_config()
     outcome = run_and_compare(case.id, case.model(), case.inputs(), case.tolerance, compile_config=config)
     outcome.assert_delegated()
     missing = set(case.ops) - outcome.lowered.delegated_ops

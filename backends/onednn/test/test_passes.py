@@ -16,6 +16,7 @@ from executorch.backends.onednn._passes import (
     drop_unused,
     fold_batch_norm,
     fold_channel_gates,
+    fold_channel_scales,
     fold_operand_scales,
     run_passes,
     simplify_layout,
@@ -608,6 +609,38 @@ def test_fold_operand_scales_moves_the_scale_to_a_post_op() -> None:
 def test_fold_operand_scales_leaves_what_does_not_factor_out(beta: float, bias: bool) -> None:
     graph = fold_operand_scales(scaled_matmul_graph(0.25, beta, bias))
     assert [s.kind for s in graph.steps] == [ELTWISE, RESHAPE, MATMUL], readable(step_summary(graph))
+
+
+def channel_scaled_graph(factors: torch.Tensor, bias: bool = False, also_read: bool = False) -> Graph:
+    """compressed_matmul(x [3, 8], S8 weights [4, 8] in one group a row) * factors."""
+    graph = Graph()
+    x = graph.add_value(DType.F32, (3, 8))
+    weights = graph.add_constant(torch.ones(4, 8, dtype=torch.int8), DType.S8)
+    scales = graph.add_constant(torch.full((4, 1), 0.5), DType.F32)
+    bias_value = graph.add_constant(torch.ones(4), DType.F32) if bias else NO_VALUE
+    product, out = graph.add_value(DType.F32, (3, 4)), graph.add_value(DType.F32, (3, 4))
+    ints = {"group_size": [8], "quantize_rows": [0]}
+    graph.add_step(Step(StepKind.COMPRESSED_MATMUL, [x, weights, scales, bias_value], [product], ints))
+    graph.add_step(Step(BINARY, [product, graph.add_constant(factors, DType.F32)], [out], {"alg": [BinaryAlg.MUL]}))
+    graph.inputs, graph.outputs = [x], [out, product] if also_read else [out]
+    return graph
+
+
+def test_fold_channel_scales_multiplies_the_weights_scales() -> None:
+    graph = fold_channel_scales(channel_scaled_graph(torch.tensor([[1.0, 2.0, 4.0, 8.0]])))
+    (matmul,) = graph.steps
+    assert matmul.kind == StepKind.COMPRESSED_MATMUL and matmul.outputs == graph.outputs
+    assert torch.equal(graph.constant_data[matmul.inputs[2]], torch.tensor([[0.5], [1.0], [2.0], [4.0]]))
+
+
+@pytest.mark.parametrize(
+    ("factors", "bias", "also_read"),
+    [(torch.ones(3, 4), False, False), (torch.ones(4), True, False), (torch.ones(4), False, True)],
+    ids=["per_element", "with_bias", "product_read_elsewhere"],
+)
+def test_fold_channel_scales_leaves_what_is_not_per_column(factors: torch.Tensor, bias: bool, also_read: bool) -> None:
+    graph = fold_channel_scales(channel_scaled_graph(factors, bias, also_read))
+    assert [s.kind for s in graph.steps] == [StepKind.COMPRESSED_MATMUL, BINARY]
 
 
 def test_exported_attention_loses_its_zero_mask_scales_and_views() -> None:

@@ -22,18 +22,20 @@ using executorch::backends::onednn::DType;
 constexpr int64_t kN = 24, kK = 128, kGroup = 32;
 
 struct Weights {
+  int64_t group = kGroup;
   std::vector<int8_t> values;      // [kN, kK] in [-8, 7]
-  std::vector<float> scales;       // [kN, kK / kGroup]
-  std::vector<int8_t> zero_points; // [kN, kK / kGroup], or empty
+  std::vector<float> scales;       // [kN, kK / group]
+  std::vector<int8_t> zero_points; // [kN, kK / group], or empty
 };
 
-Weights make_weights() {
+Weights make_weights(int64_t group = kGroup) {
   Weights w;
+  w.group = group;
   const std::vector<float> noise = random_values(kN * kK, 7);
   for (float v : noise) {
     w.values.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
   }
-  for (float v : random_values(kN * kK / kGroup, 8)) {
+  for (float v : random_values(kN * kK / group, 8)) {
     w.scales.push_back(0.02f + 0.01f * v);
   }
   return w;
@@ -60,17 +62,17 @@ Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool q
   const uint32_t src = model.input({rows, kK});
   const uint32_t weights = weight_type == DType::S4 ? raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4)
                                                     : raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S8);
-  const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
+  const uint32_t scales = model.constant({kN, kK / w.group}, w.scales);
   std::vector<uint32_t> inputs{src, weights, scales};
   if (bias || !w.zero_points.empty()) {
     inputs.push_back(bias ? model.constant({kN}, random_values(kN, 9)) : kNoValue);
   }
   if (!w.zero_points.empty()) {
-    inputs.push_back(raw_constant(model, {kN, kK / kGroup}, to_bytes(w.zero_points), DType::S8));
+    inputs.push_back(raw_constant(model, {kN, kK / w.group}, to_bytes(w.zero_points), DType::S8));
   }
   const uint32_t dst = model.value({rows, kN});
   model.payload.step(
-      Kind::CompressedMatmul, inputs, {dst}, {ints("group_size", {kGroup}), ints("quantize_rows", {quantize_rows})});
+      Kind::CompressedMatmul, inputs, {dst}, {ints("group_size", {w.group}), ints("quantize_rows", {quantize_rows})});
   model.output(dst, {rows, kN});
   return model;
 }
@@ -97,7 +99,7 @@ std::vector<float> summed_products(const std::vector<float>& src, int64_t rows, 
     for (int64_t n = 0; n < kN; ++n) {
       double sum = 0;
       for (int64_t k = 0; k < kK; ++k) {
-        const size_t g = n * (kK / kGroup) + k / kGroup;
+        const size_t g = n * (kK / w.group) + k / w.group;
         const int zero = w.zero_points.empty() ? 0 : w.zero_points[g];
         const double product = double{src[r * kK + k]} * float(w.values[n * kK + k] - zero) * w.scales[g];
         sum += magnitudes ? std::abs(product) : product;
@@ -193,6 +195,19 @@ TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
   }
 }
 
+TEST(CompressedMatmul, Int8WeightsInOneGroupARowMatchTheReference) {
+  // export_llm's qmode=int8: one scale per output channel, f32 rows, oneDNN's weight decompression.
+  const Weights w = make_weights(kK);
+  for (const int64_t rows : {1, 5}) {
+    for (const bool bias : {false, true}) {
+      Model model = compressed_model(rows, w, DType::S8, false, bias);
+      const std::vector<float> x = random_values(rows * kK, 12);
+      SCOPED_TRACE(::testing::Message() << "rows " << rows << " bias " << bias);
+      expect_close(run_model(model, {x})[0], reference(x, rows, w, false, bias));
+    }
+  }
+}
+
 TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSetting) {
   // AMX: "exact" is oneDNN's s8 x s4 kernel, "fast" its bf16 one, whose weights times their group
   // scales round to bf16 (2^-9 of each product at most). Elsewhere both multiply the rows quantized
@@ -238,7 +253,7 @@ Error init_with(const Weights& w, std::vector<uint8_t> bytes, int64_t group) {
   Model model;
   const uint32_t src = model.input({1, kK});
   const uint32_t weights = raw_constant(model, {kN, kK}, std::move(bytes), DType::S4);
-  const uint32_t scales = model.constant({kN, kK / kGroup}, w.scales);
+  const uint32_t scales = model.constant({kN, kK / w.group}, w.scales);
   const uint32_t dst = model.value({1, kN});
   model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {group})});
   model.output(dst, {1, kN});
