@@ -32,15 +32,15 @@ def drop_neutral_binaries(graph: Graph) -> Graph:
 
     Exported attention adds an all-zero mask when the model builds one from an all-visible padding mask.
     """
-    index = 0
-    while index < len(graph.steps):
-        step = graph.steps[index]
+
+    def absorbed(step: Step) -> bool:
         kept = _neutral_binary_operand(graph, step)
         if kept is None or step.outputs[0] in graph.outputs:
-            index += 1
-            continue
+            return False
         graph.rename_reads(step.outputs[0], kept)
-        del graph.steps[index]
+        return True
+
+    graph.remove_absorbed(absorbed)
     return graph
 
 
@@ -110,18 +110,18 @@ def fold_channel_scales(graph: Graph) -> Graph:
     """`compressed_matmul(x, W) * s` with s a constant per output column (dims [N] or [1, .., N]) becomes
     the matmul with its scales times s: one pass over the result less. Not with a bias, which s would
     scale too."""
-    index = 0
-    while index < len(graph.steps):
-        scaling = graph.steps[index]
+
+    def absorbed(scaling: Step) -> bool:
         found = _channel_scaled_matmul(graph, scaling)
         if found is None:
-            index += 1
-            continue
+            return False
         matmul, factors = found
         scales = graph.constant_data[matmul.inputs[2]] * factors.reshape(-1, 1).float()
         matmul.inputs[2] = graph.add_constant(scales, DType.F32)
         matmul.outputs = [scaling.outputs[0]]
-        del graph.steps[index]
+        return True
+
+    graph.remove_absorbed(absorbed)
     return graph
 
 

@@ -18,29 +18,29 @@ def fuse_requantize(graph: Graph) -> Graph:
 
     oneDNN applies the dst scale and zero point after the post-ops, as quantize(relu(conv)) does.
     """
-    index = 0
-    while index < len(graph.steps):
-        step = graph.steps[index]
-        host = _requantize_host(graph, index)
+
+    def absorbed(step: Step) -> bool:
+        host = _requantize_host(graph, step)
         if host is None:
-            index += 1
-            continue
+            return False
         host.floats["dst_scale"] = list(step.floats["dst_scale"])
         host.ints["dst_zero_point"] = list(step.ints["dst_zero_point"])
         host.outputs = list(step.outputs)
-        del graph.steps[index]
+        return True
+
+    graph.remove_absorbed(absorbed)
     return graph
 
 
-def _requantize_host(graph: Graph, index: int) -> Step | None:
-    step = graph.steps[index]
+def _requantize_host(graph: Graph, step: Step) -> Step | None:
     if step.kind != StepKind.REORDER or "dst_scale" not in step.floats or "src_scale" in step.floats:
         return None
     if "permutation" in step.ints or "offsets" in step.ints:
         return None
     src = step.inputs[0]
     producers, consumers = graph.producers(), graph.consumers()
-    if src not in producers or src in graph.outputs or consumers.get(src) != [index]:
+    readers = consumers.get(src, [])
+    if src not in producers or src in graph.outputs or len(readers) != 1 or graph.steps[readers[0]] is not step:
         return None
     host = graph.steps[producers[src]]
     if host.kind not in REQUANTIZE_HOSTS or "src_scale" not in host.floats or "dst_scale" in host.floats:

@@ -14,6 +14,7 @@
 
 #include "GraphBuilder.h"
 #include "InitError.h"
+#include "Int8VectorMatrix.h"
 #include "StepBuilders.h"
 #include "Threading.h"
 
@@ -441,6 +442,7 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::CenterRowsAffine:
     case HostLoop::Kind::Int4VectorMatrix:
     case HostLoop::Kind::Int4FloatVectorMatrix:
+    case HostLoop::Kind::Int8FloatVectorMatrix:
     case HostLoop::Kind::ZeroPointTerms:
       return run_affine_step(step, source, target, aux);
     case HostLoop::Kind::Interleave: {
@@ -554,6 +556,19 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.dst = static_cast<float*>(target);
       parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
         int4_float_vector_matrix(loop.int4, operands, begin, end);
+      });
+      return Error::Ok;
+    }
+    case HostLoop::Kind::Int8FloatVectorMatrix: {
+      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
+      Int8FloatRowOperands operands;
+      operands.row = static_cast<const float*>(source);
+      operands.weights = static_cast<const int8_t*>(handle(0));
+      operands.scales = static_cast<const float*>(handle(1));
+      operands.bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
+      operands.dst = static_cast<float*>(target);
+      parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
+        int8_float_vector_matrix(loop.int4, operands, begin, end);
       });
       return Error::Ok;
     }

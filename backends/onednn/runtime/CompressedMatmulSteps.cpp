@@ -13,6 +13,7 @@
 //                                               then the rows' zero points taken off on the host
 //   otherwise, s4, one row                      the f32-row host kernel (a bf16 row widened; rows to
 //                                               quantize are quantized and dequantized first)
+//   otherwise, s8 without zero points, one row  the f32-row int8 host kernel (Int8VectorMatrix.h)
 //   otherwise                                   oneDNN's weight decompression (f32 or bf16 rows, as
 //                                               above). Without AMX oneDNN's s8 x s4 matmul is its
 //                                               reference kernel (12 ns a product), and on the AMX
@@ -26,6 +27,7 @@
 #include "CpuIsa.h"
 #include "HostLoops.h"
 #include "InitError.h"
+#include "Int8VectorMatrix.h"
 #include "StepBuilders.h"
 
 namespace executorch::backends::onednn {
@@ -338,6 +340,20 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     if (loop.int4_zero_points) {
       more.push_back(graph.plain_input(op.zero_points));
     }
+    graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
+    return;
+  }
+  if (op.rows == 1 && graph.data_type(op.weights) == DataType::s8 && op.zero_points == kNoValue) {
+    // One row of int8 weights: the host kernel, in f32, as for int4 above.
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Int8FloatVectorMatrix;
+    loop.int4 = shape;
+    loop.int4_bias = step.has_input(3);
+    std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales)};
+    if (loop.int4_bias) {
+      more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
+    }
+    const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
     graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
     return;
   }

@@ -59,6 +59,9 @@ struct HostLoop {
     // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
     // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).
     Int4FloatVectorMatrix,
+    // dst = the f32 row in src times int8 weights: the more sources are the weights, their group
+    // scales, then the bias when given (`int4_bias`).
+    Int8FloatVectorMatrix,
     // dst [outer, extent, inner bytes] = the `extent` sources (src, aux, then the more sources), each
     // [outer, inner bytes], side by side: a concat whose pieces are a few bytes each (a rotary
     // embedding's pairs), which oneDNN's concat copies one element at a time.
@@ -93,8 +96,8 @@ struct HostLoop {
   ExtremumReduction extremum;      // ReduceExtremum
   WinogradShape winograd;          // WinogradInput, WinogradOutput
   VectorMatrixShape vector_matrix; // VectorMatrix
-  Int4MatrixShape int4;            // Int4VectorMatrix, Int4FloatVectorMatrix
-  bool int4_bias = false;          // Int4VectorMatrix, Int4FloatVectorMatrix
+  Int4MatrixShape int4;            // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
+  bool int4_bias = false;          // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_zero_points = false;   // Int4FloatVectorMatrix
 };
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple, TypeVar
@@ -117,6 +118,16 @@ class Graph:
     def producers(self) -> dict[int, int]:
         """Value id -> index of the step that produces it."""
         return {out: index for index, step in enumerate(self.steps) for out in step.outputs}
+
+    def remove_absorbed(self, absorbed: Callable[[Step], bool]) -> None:
+        """Remove, in order, each step whose work `absorbed` moved elsewhere (it returns True having done
+        so); the steps after it see the graph as changed."""
+        index = 0
+        while index < len(self.steps):
+            if absorbed(self.steps[index]):
+                del self.steps[index]
+            else:
+                index += 1
 
     def rename_reads(self, old: int, new: int, steps: list[Step] | None = None) -> None:
         """Make the steps (all by default) that read value `old` read `new` instead."""

@@ -4,7 +4,8 @@
 // torchao's formula written out in f32; the int4 row-times-matrix on every path this CPU runs (scalar,
 // AVX2 with and without AVX-VNNI, AVX-512 with and without AVX512-VNNI) against a double reference,
 // over the shapes that pick each of its ways of scaling; the zero-point helpers exactly; the f32-row
-// (4w) kernel on its paths (scalar, AVX2, AVX-512) against torchao's dequantize-then-linear in double.
+// (4w) kernel on its paths (scalar, AVX2, AVX-512) against torchao's dequantize-then-linear in double;
+// the f32-row int8 kernel (runtime/Int8VectorMatrix.h, export_llm's qmode=int8) on the same paths.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "../../runtime/Int4VectorMatrix.h"
+#include "../../runtime/Int8VectorMatrix.h"
 #include "../../runtime/RowKernels.h"
 
 namespace executorch::backends::onednn {
@@ -691,6 +693,107 @@ TEST_P(Int4FloatPath, ThreadsOnDisjointRangesGetWhatOneThreadGets) {
   for (size_t r = 0; r < wide.n; ++r) {
     EXPECT_EQ(wide_got[r], wide_want[r]) << "k 2048 group 32, zero points, column " << r;
     EXPECT_EQ(narrow_got[r], narrow_want[r]) << "k 320 group 64, column " << r;
+  }
+}
+
+// ---- f32 rows times int8 weights (qmode=int8) ----
+
+class Int8FloatPath : public Int4Path {};
+
+INSTANTIATE_TEST_SUITE_P(
+    Int8FloatVectorMatrix,
+    Int8FloatPath,
+    testing::Values(
+        Path{"scalar", RowIsa::scalar, false},
+        Path{"avx2", RowIsa::avx2, false},
+        Path{"avx512", RowIsa::avx512, false}),
+    path_name);
+
+TEST_P(Int8FloatPath, MatchesADoubleReferenceOnItsRangeOnly) {
+  // One group a row (qmode=int8) and several; steps of 64 (32 on AVX2) with and without the shorter
+  // ones after them; groups of 8 (AVX2's steps; AVX-512 leaves them to AVX2) and of 12 (the scalar loop).
+  const std::vector<Case> cases{
+      {9, 2048, 2048}, {33, 128, 128}, {17, 96, 96}, {40, 192, 64}, {5, 64, 16}, {7, 48, 8}, {6, 36, 12}};
+  const Path path = GetParam();
+  std::mt19937 generator(29);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  for (const Case& c : cases) {
+    std::vector<int8_t> weights(c.n * c.k);
+    for (int8_t& w : weights) {
+      w = static_cast<int8_t>(byte(generator));
+    }
+    std::vector<float> x(c.k), scales(c.n * (c.k / c.group)), bias(c.n);
+    for (float& v : x) {
+      v = uniform(generator);
+    }
+    for (float& v : scales) {
+      v = 0.01f + 0.01f * uniform(generator);
+    }
+    for (float& v : bias) {
+      v = uniform(generator);
+    }
+    for (const bool has_bias : {false, true}) {
+      std::vector<float> dst(c.n, -7.0f); // columns 0 and n - 1 stay outside the range
+      Int8FloatRowOperands operands;
+      operands.row = x.data();
+      operands.weights = weights.data();
+      operands.scales = scales.data();
+      operands.bias = has_bias ? bias.data() : nullptr;
+      operands.dst = dst.data();
+      Int4MatrixShape shape;
+      shape.isa = path.isa;
+      shape.n = c.n;
+      shape.k = c.k;
+      shape.group = c.group;
+      int8_float_vector_matrix(shape, operands, 1, c.n / 2);
+      int8_float_vector_matrix(shape, operands, c.n / 2, c.n - 1);
+      const size_t groups = c.k / c.group;
+      for (size_t r = 0; r < c.n; ++r) {
+        const std::string where = "n " + std::to_string(c.n) + " k " + std::to_string(c.k) + " group " +
+                                  std::to_string(c.group) + (has_bias ? ", bias" : "") + ", column " +
+                                  std::to_string(r);
+        if (r == 0 || r == c.n - 1) {
+          EXPECT_EQ(dst[r], -7.0f) << where << ": written outside the range";
+          continue;
+        }
+        double want = has_bias ? bias[r] : 0.0, magnitude = std::abs(want);
+        for (size_t k = 0; k < c.k; ++k) {
+          const double product = double{x[k]} * weights[r * c.k + k] * scales[r * groups + k / c.group];
+          want += product;
+          magnitude += std::abs(product);
+        }
+        EXPECT_NEAR(dst[r], want, 1e-6 * magnitude) << where;
+      }
+    }
+  }
+}
+
+TEST_P(Int8FloatPath, NaNAndInfinityInTheRowPropagate) {
+  const Path path = GetParam();
+  constexpr size_t kN = 3, kK = 128;
+  std::vector<int8_t> weights(kN * kK, 1);
+  weights[2 * kK + 5] = 0; // column 2 multiplies the infinity by a zero weight
+  std::vector<float> x(kK, 0.5f), scales(kN, 1.0f), dst(kN);
+  x[5] = kInf;
+  Int8FloatRowOperands operands;
+  operands.row = x.data();
+  operands.weights = weights.data();
+  operands.scales = scales.data();
+  operands.dst = dst.data();
+  Int4MatrixShape shape;
+  shape.isa = path.isa;
+  shape.n = kN;
+  shape.k = kK;
+  shape.group = kK;
+  int8_float_vector_matrix(shape, operands, 0, kN);
+  EXPECT_EQ(dst[0], kInf);
+  EXPECT_EQ(dst[1], kInf);
+  EXPECT_TRUE(std::isnan(dst[2]));
+  x[5] = kNaN;
+  int8_float_vector_matrix(shape, operands, 0, kN);
+  for (const float v : dst) {
+    EXPECT_TRUE(std::isnan(v));
   }
 }
 
