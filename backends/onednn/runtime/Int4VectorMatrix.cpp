@@ -11,21 +11,16 @@
 #include <limits>
 #include <vector>
 
-// Compiled for AVX-512 and for AVX2 with FMA while the library targets baseline x86-64 (as in
-// RowKernels.cpp); each runs only where the shape's isa and vnni allow it. One template serves the
+#include "VectorTargets.h"
+
+// Compiled for AVX-512 and for AVX2 with FMA (VectorTargets.h), with VNNI too where named below; each
+// runs only where the shape's isa and vnni allow it. One template serves the
 // VNNI and the non-VNNI kernel of a width, so its target names both; the non-VNNI instantiation calls
 // only maddubs and madd, and the compiler makes no VNNI instruction the source does not name (checked
 // with objdump: vpdpbusd appears in the VNNI instantiations only). Code that every vector path runs,
-// VNNI or not, and the f32-row kernels are compiled without VNNI (ODNN_AVX2_PLAIN, ODNN_AVX512_PLAIN).
-#define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-#define ODNN_AVX2 __attribute__((target("avx2,fma,avxvnni")))
-#define ODNN_AVX2_PLAIN __attribute__((target("avx2,fma")))
-#define ODNN_AVX512_PLAIN __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12's own AVX-512 intrinsics (GCC bug 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// VNNI or not, and the f32-row kernels are compiled without VNNI (ODNN_AVX2, ODNN_AVX512).
+#define ODNN_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define ODNN_AVX2_VNNI __attribute__((target("avx2,fma,avxvnni")))
 
 namespace executorch::backends::onednn {
 namespace {
@@ -96,7 +91,7 @@ ScaleKind scale_kind(size_t group) {
 }
 
 // Per 32 values of q: [16 at even k | 16 at odd k] in each 128-bit lane.
-ODNN_AVX2_PLAIN inline __m256i split_even_odd(const int8_t* at) {
+ODNN_AVX2 inline __m256i split_even_odd(const int8_t* at) {
   const __m256i order = _mm256_setr_epi8(
       0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const __m256i lanes = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), order);
@@ -104,14 +99,14 @@ ODNN_AVX2_PLAIN inline __m256i split_even_odd(const int8_t* at) {
 }
 
 // Sum of 32 values of q, as four partial sums of q + 128.
-ODNN_AVX2_PLAIN inline __m256i biased_sums(const int8_t* at) {
+ODNN_AVX2 inline __m256i biased_sums(const int8_t* at) {
   const __m256i biased = _mm256_xor_si256(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), _mm256_set1_epi8(static_cast<char>(0x80)));
   return _mm256_sad_epu8(biased, _mm256_setzero_si256());
 }
 
 // Both vector widths run on CPUs with AVX2: one preparation serves them.
-ODNN_AVX2_PLAIN void prepare_into(const Int4MatrixShape& shape, const int8_t* q, PreparedRow& prepared) {
+ODNN_AVX2 void prepare_into(const Int4MatrixShape& shape, const int8_t* q, PreparedRow& prepared) {
   const size_t groups = shape.k / shape.group;
   prepared.q.resize(shape.k);
   for (size_t begin = 0; begin < shape.k; begin += kStep) {
@@ -174,7 +169,7 @@ const uint8_t* last_line_of(const Int4MatrixShape& shape, const uint8_t* weights
 // prepared values) and the high ones (k odd, with the next 64). Lane i of a product holds k in
 // [8i, 8i + 8): lanes 4s to 4s + 3 hold segment s of the step.
 
-ODNN_AVX512 inline __m512i biased_nibbles_avx512(__m512i bytes) {
+ODNN_AVX512_VNNI inline __m512i biased_nibbles_avx512(__m512i bytes) {
   return _mm512_ternarylogic_epi32(bytes, _mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x08), 0x6A); // (a & b) ^ c
 }
 
@@ -182,7 +177,7 @@ ODNN_AVX512 inline __m512i biased_nibbles_avx512(__m512i bytes) {
 // same variable. Without VNNI all go to `even_sum`: two pairs of products add to at most
 // 4 * 15 * 128 in magnitude, so no 16-bit sum saturates.
 template <bool Vnni>
-ODNN_AVX512 inline void step_avx512(
+ODNN_AVX512_VNNI inline void step_avx512(
     const uint8_t* weights, const int8_t* row, const uint8_t* last_line, __m512i& even_sum, __m512i& odd_sum) {
   fetch_ahead(weights, last_line);
   const __m512i bytes = _mm512_loadu_si512(weights);
@@ -199,7 +194,7 @@ ODNN_AVX512 inline void step_avx512(
 
 // Step t's lanes alone, in f32.
 template <bool Vnni>
-ODNN_AVX512 inline __m512 step_lanes_avx512(
+ODNN_AVX512_VNNI inline __m512 step_lanes_avx512(
     const uint8_t* weights, const int8_t* row, size_t t, const uint8_t* last_line) {
   __m512i sum = _mm512_setzero_si512();
   step_avx512<Vnni>(weights + t * (kStep / 2), row + t * kStep, last_line, sum, sum);
@@ -208,7 +203,7 @@ ODNN_AVX512 inline __m512 step_lanes_avx512(
 
 // A group of `steps` whole steps at `weights` and `row`, in f32: two steps at a time into four sums.
 template <bool Vnni>
-ODNN_AVX512 inline __m512 group_lanes_avx512(
+ODNN_AVX512_VNNI inline __m512 group_lanes_avx512(
     const uint8_t* weights, const int8_t* row, size_t steps, const uint8_t* last_line) {
   __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512(), c = _mm512_setzero_si512(),
           d = _mm512_setzero_si512();
@@ -223,7 +218,7 @@ ODNN_AVX512 inline __m512 group_lanes_avx512(
 
 // Step t's four segment scales, each over its four lanes.
 template <ScaleKind kind>
-ODNN_AVX512 inline __m512 step_scales_avx512(const float* scales, const PreparedRow& prepared, size_t t) {
+ODNN_AVX512_VNNI inline __m512 step_scales_avx512(const float* scales, const PreparedRow& prepared, size_t t) {
   if constexpr (kind == ScaleKind::per_step) {
     return _mm512_set1_ps(scales[t]);
   } else if constexpr (kind == ScaleKind::per_64) {
@@ -247,7 +242,7 @@ ODNN_AVX512 inline __m512 step_scales_avx512(const float* scales, const Prepared
 // bytes of weights make one vector [low nibbles | high nibbles]; lanes 0-3 and 8-11 hold its first
 // segment, 4-7 and 12-15 its second.
 template <bool Vnni>
-ODNN_AVX512 inline __m512 tail_avx512(
+ODNN_AVX512_VNNI inline __m512 tail_avx512(
     const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, const int8_t* row) {
   const size_t begin = shape.k - kStep / 2;
   const __m512i both =
@@ -266,7 +261,7 @@ ODNN_AVX512 inline __m512 tail_avx512(
 }
 
 template <bool Vnni, ScaleKind kind>
-ODNN_AVX512 void rows_avx512(
+ODNN_AVX512_VNNI void rows_avx512(
     const Int4MatrixShape& shape,
     const Int4RowOperands& operands,
     const PreparedRow& prepared,
@@ -326,13 +321,13 @@ ODNN_AVX512 void rows_avx512(
 // the step's even-k values) and its high ones (with 32 of the odd-k values). Lane i of a half's
 // product holds k in [8i, 8i + 8) of the half: lanes 0-3 its first segment, 4-7 its second.
 
-ODNN_AVX2 inline __m256i load256(const int8_t* at) {
+ODNN_AVX2_VNNI inline __m256i load256(const int8_t* at) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
 }
 
 // As step_avx512, for a half.
 template <bool Vnni>
-ODNN_AVX2 inline void half_avx2(
+ODNN_AVX2_VNNI inline void half_avx2(
     const uint8_t* weights, const int8_t* even, const int8_t* odd, __m256i& even_sum, __m256i& odd_sum) {
   const __m256i biased = _mm256_xor_si256(
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(weights)), _mm256_set1_epi8(static_cast<char>(0x88)));
@@ -350,7 +345,7 @@ ODNN_AVX2 inline void half_avx2(
 
 // A half's lanes alone, in f32.
 template <bool Vnni>
-ODNN_AVX2 inline __m256 half_lanes_avx2(const uint8_t* weights, const int8_t* even, const int8_t* odd) {
+ODNN_AVX2_VNNI inline __m256 half_lanes_avx2(const uint8_t* weights, const int8_t* even, const int8_t* odd) {
   __m256i sum = _mm256_setzero_si256();
   half_avx2<Vnni>(weights, even, odd, sum, sum);
   return _mm256_cvtepi32_ps(sum);
@@ -358,7 +353,7 @@ ODNN_AVX2 inline __m256 half_lanes_avx2(const uint8_t* weights, const int8_t* ev
 
 // As group_lanes_avx512: each step into four sums.
 template <bool Vnni>
-ODNN_AVX2 inline __m256 group_lanes_avx2(
+ODNN_AVX2_VNNI inline __m256 group_lanes_avx2(
     const uint8_t* weights, const int8_t* row, size_t steps, const uint8_t* last_line) {
   __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256(), c = _mm256_setzero_si256(),
           d = _mm256_setzero_si256();
@@ -372,18 +367,18 @@ ODNN_AVX2 inline __m256 group_lanes_avx2(
   return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
 }
 
-ODNN_AVX2_PLAIN inline __m256 two_scales_avx2(float first, float second) {
+ODNN_AVX2 inline __m256 two_scales_avx2(float first, float second) {
   return _mm256_blend_ps(_mm256_set1_ps(first), _mm256_set1_ps(second), 0xF0);
 }
 
-ODNN_AVX2_PLAIN inline float horizontal_sum_avx2(__m256 v) {
+ODNN_AVX2 inline float horizontal_sum_avx2(__m256 v) {
   __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   four = _mm_add_ps(four, _mm_movehl_ps(four, four));
   return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
 }
 
 template <bool Vnni, ScaleKind kind>
-ODNN_AVX2 void rows_avx2(
+ODNN_AVX2_VNNI void rows_avx2(
     const Int4MatrixShape& shape,
     const Int4RowOperands& operands,
     const PreparedRow& prepared,
@@ -680,7 +675,7 @@ void float_rows_scalar(const Int4MatrixShape& shape, const Int4FloatRowOperands&
 // subtract) per group for its table.
 
 // Per 32 values: the 16 at even k, then the 16 at odd k.
-ODNN_AVX512_PLAIN void prepare_float_avx512(const Int4MatrixShape& shape, const float* row, std::vector<float>& out) {
+ODNN_AVX512 void prepare_float_avx512(const Int4MatrixShape& shape, const float* row, std::vector<float>& out) {
   out.resize(shape.k);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -692,7 +687,7 @@ ODNN_AVX512_PLAIN void prepare_float_avx512(const Int4MatrixShape& shape, const 
 }
 
 // A weight row's zero points as f32, 16 at a time.
-ODNN_AVX512_PLAIN void zero_points_f32_avx512(const int8_t* zero_points, size_t groups, float* out) {
+ODNN_AVX512 void zero_points_f32_avx512(const int8_t* zero_points, size_t groups, float* out) {
   for (size_t g = 0; g < groups; g += 16) {
     const __mmask16 mask =
         groups - g >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (groups - g)) - 1u);
@@ -703,8 +698,7 @@ ODNN_AVX512_PLAIN void zero_points_f32_avx512(const int8_t* zero_points, size_t 
 
 // Group g's weights by nibble: (value - zero point) * scale, as torchao's dequantize_affine makes them.
 template <bool ZeroPoints>
-ODNN_AVX512_PLAIN inline __m512 group_table_avx512(
-    __m512 nibbles, const float* scales, const float* zero_points, size_t g) {
+ODNN_AVX512 inline __m512 group_table_avx512(__m512 nibbles, const float* scales, const float* zero_points, size_t g) {
   if constexpr (ZeroPoints) {
     nibbles = _mm512_sub_ps(nibbles, _mm512_set1_ps(zero_points[g]));
   }
@@ -712,8 +706,7 @@ ODNN_AVX512_PLAIN inline __m512 group_table_avx512(
 }
 
 // 32 values' products added to `even` (k even) and `odd`.
-ODNN_AVX512_PLAIN inline void chunk_avx512(
-    const uint8_t* weights, const float* x, __m512 table, __m512& even, __m512& odd) {
+ODNN_AVX512 inline void chunk_avx512(const uint8_t* weights, const float* x, __m512 table, __m512& even, __m512& odd) {
   const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(weights)));
   even = _mm512_fmadd_ps(_mm512_permutexvar_ps(bytes, table), _mm512_loadu_ps(x), even);
   odd = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table), _mm512_loadu_ps(x + 16), odd);
@@ -730,7 +723,7 @@ inline const uint8_t* prefetch_base(const uint8_t* weights, const uint8_t* last_
 }
 
 // A step of 128 values, its chunks with tables t0 to t3.
-ODNN_AVX512_PLAIN inline void float_step_avx512(
+ODNN_AVX512 inline void float_step_avx512(
     const uint8_t* weights,
     const float* x,
     __m512 t0,
@@ -748,7 +741,7 @@ ODNN_AVX512_PLAIN inline void float_step_avx512(
 }
 
 template <bool ZeroPoints, ChunkGroups kind>
-ODNN_AVX512_PLAIN void float_rows_avx512(
+ODNN_AVX512 void float_rows_avx512(
     const Int4MatrixShape& shape,
     const Int4FloatRowOperands& operands,
     PreparedFloatRow& prepared,
@@ -836,7 +829,7 @@ enum class BlockGroups { two, one, either };
 
 // Per block, eight vectors of 8: for q in 0..3, values 8q + 2j (j = 0..3) of the block's first half
 // and of its second, times `factor`; then the same at 8q + 2j + 1.
-ODNN_AVX2_PLAIN void prepare_float_avx2(
+ODNN_AVX2 void prepare_float_avx2(
     const Int4MatrixShape& shape, const float* row, float factor, std::vector<float>& out) {
   out.resize(shape.k);
   const __m256 scale = _mm256_set1_ps(factor);
@@ -862,7 +855,7 @@ alignas(16) constexpr int8_t kEightNibbleValues[16] = {
 
 // Byte n of group g's table: 8 * (nibble value n - zero point g), in [-120, 120] for zero points in
 // [-8, 7]. Writes a table past the last group where their number is odd.
-ODNN_AVX2_PLAIN void zero_point_tables_avx2(const int8_t* zero_points, size_t groups, uint8_t* tables) {
+ODNN_AVX2 void zero_point_tables_avx2(const int8_t* zero_points, size_t groups, uint8_t* tables) {
   const __m256i values =
       _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kEightNibbleValues)));
   for (size_t g = 0; g < groups; g += 16) {
@@ -907,15 +900,14 @@ constexpr TopByteIndices top_byte_indices() {
 
 alignas(32) constexpr TopByteIndices kTopByteIndices = top_byte_indices();
 
-ODNN_AVX2_PLAIN inline __m256 top_bytes_avx2(__m256i bytes, size_t q) {
+ODNN_AVX2 inline __m256 top_bytes_avx2(__m256i bytes, size_t q) {
   return _mm256_cvtepi32_ps(
       _mm256_shuffle_epi8(bytes, _mm256_load_si256(reinterpret_cast<const __m256i*>(kTopByteIndices.bytes[q]))));
 }
 
 // A block's products, unscaled: `even` and `odd` (lanes 0-3 its first half, 4-7 its second).
 template <bool ZeroPoints>
-ODNN_AVX2_PLAIN inline void block_avx2(
-    const uint8_t* weights, const float* x, __m256i table, __m256& even, __m256& odd) {
+ODNN_AVX2 inline void block_avx2(const uint8_t* weights, const float* x, __m256i table, __m256& even, __m256& odd) {
   const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(weights));
   __m256i low, high; // per weight byte, for its low and its high nibble
   if constexpr (ZeroPoints) {
@@ -936,7 +928,7 @@ ODNN_AVX2_PLAIN inline void block_avx2(
 }
 
 template <bool ZeroPoints, BlockGroups kind>
-ODNN_AVX2_PLAIN void float_rows_avx2(
+ODNN_AVX2 void float_rows_avx2(
     const Int4MatrixShape& shape,
     const Int4FloatRowOperands& operands,
     PreparedFloatRow& prepared,

@@ -6,15 +6,7 @@
 
 #include <algorithm>
 
-// Compiled for AVX-512 and for AVX2 with FMA while the library targets baseline x86-64 (as in
-// RowKernels.cpp); each runs only where the shape's isa allows it.
-#define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-#define ODNN_AVX2 __attribute__((target("avx2,fma")))
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12's own AVX-512 intrinsics (GCC bug 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "VectorTargets.h" // each vector path runs only where the shape's isa allows it
 
 namespace executorch::backends::onednn {
 namespace {

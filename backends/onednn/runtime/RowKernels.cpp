@@ -14,19 +14,11 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-// The kernels are compiled for AVX-512 (oneDNN's avx512_core: F, BW, DQ, VL) and for AVX2 with FMA
-// while the library targets baseline x86-64; they run only for rows whose `isa` host_row_isa() set.
+#include "VectorTargets.h"
+
+// The AVX-512 and AVX2 kernels (VectorTargets.h) run only for rows whose `isa` host_row_isa() set.
 // The two are written separately rather than from one template: a CPU without AVX-512 cannot run the
 // AVX-512 ones, so changing them blind from an AVX2 machine is avoided.
-#define ODNN_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-#define ODNN_AVX2 __attribute__((target("avx2,fma")))
-
-// GCC 12 warns inside its own AVX-512 intrinsics when they are inlined into target-attribute
-// functions (its _mm512_undefined_* self-initialize; GCC bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace executorch::backends::onednn {
 namespace {

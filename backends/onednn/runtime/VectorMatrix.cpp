@@ -11,16 +11,10 @@
 
 #include "HostLoops.h"
 
-// Compiled for AVX-512 and for AVX2 with FMA while the library targets baseline x86-64 (as in
-// RowKernels.cpp); each runs only where host_row_isa() allows it. The weights' type is a template
-// parameter so that the inner loops carry no branch.
-#define ODNN_AVX512 __attribute__((target("avx512f")))
-#define ODNN_AVX2 __attribute__((target("avx2,fma")))
+#include "VectorTargets.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12's own AVX-512 intrinsics (GCC bug 105593)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// The AVX-512 and AVX2 kernels (VectorTargets.h) run only where host_row_isa() allows it. The
+// weights' type is a template parameter so that the inner loops carry no branch.
 
 namespace executorch::backends::onednn {
 namespace {

@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <atomic>
 
-// Compiled for AVX2 with FMA while the library targets baseline x86-64; the builder picks Winograd
-// only where oneDNN dispatches to AVX2 or above.
-#define ODNN_AVX2 __attribute__((target("avx2,fma")))
+#include "VectorTargets.h"
+
+// The AVX2 transforms (VectorTargets.h): the builder picks Winograd only where oneDNN dispatches to
+// AVX2 or above.
 
 namespace executorch::backends::onednn {
 namespace {
