@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "VectorTargets.h" // each vector path runs only where the shape's isa allows it
 
@@ -17,7 +18,9 @@ namespace {
 constexpr size_t kPrefetchBytes = 4096;
 
 void fetch_ahead(const int8_t* at, const int8_t* last) {
-  _mm_prefetch(reinterpret_cast<const char*>(std::min(at + kPrefetchBytes, last)), _MM_HINT_T0);
+  // As addresses: `at + kPrefetchBytes` may lie past the weights.
+  const uintptr_t ahead = std::min(reinterpret_cast<uintptr_t>(at) + kPrefetchBytes, reinterpret_cast<uintptr_t>(last));
+  _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
 }
 
 float finished(const Int8FloatRowOperands& operands, size_t r, float sum) {
