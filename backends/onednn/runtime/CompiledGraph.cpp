@@ -544,31 +544,26 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       });
       return Error::Ok;
     }
-    case HostLoop::Kind::Int4FloatVectorMatrix: {
-      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
-      Int4FloatRowOperands operands;
-      operands.row = static_cast<const float*>(source);
-      operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = static_cast<const float*>(handle(1));
-      operands.bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
-      operands.zero_points =
-          loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
-      operands.dst = static_cast<float*>(target);
-      parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
-        int4_float_vector_matrix(loop.int4, operands, begin, end);
-      });
-      return Error::Ok;
-    }
+    case HostLoop::Kind::Int4FloatVectorMatrix:
     case HostLoop::Kind::Int8FloatVectorMatrix: {
       const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
-      Int8FloatRowOperands operands;
-      operands.row = static_cast<const float*>(source);
-      operands.weights = static_cast<const int8_t*>(handle(0));
-      operands.scales = static_cast<const float*>(handle(1));
-      operands.bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
-      operands.dst = static_cast<float*>(target);
-      parallel_chunks(loop.int4.n, int4_columns_per_chunk(loop.int4), [&](size_t begin, size_t end) {
-        int8_float_vector_matrix(loop.int4, operands, begin, end);
+      const auto* row = static_cast<const float*>(source);
+      const auto* scales = static_cast<const float*>(handle(1));
+      const auto* bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
+      auto* dst = static_cast<float*>(target);
+      const size_t columns_per_chunk = int4_columns_per_chunk(loop.int4);
+      if (loop.kind == HostLoop::Kind::Int8FloatVectorMatrix) {
+        const Int8FloatRowOperands operands{row, static_cast<const int8_t*>(handle(0)), scales, bias, dst};
+        parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
+          int8_float_vector_matrix(loop.int4, operands, begin, end);
+        });
+        return Error::Ok;
+      }
+      const auto* zero_points =
+          loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
+      const Int4FloatRowOperands operands{row, static_cast<const uint8_t*>(handle(0)), scales, zero_points, bias, dst};
+      parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
+        int4_float_vector_matrix(loop.int4, operands, begin, end);
       });
       return Error::Ok;
     }

@@ -325,11 +325,14 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     rows = graph.scratch(plain_desc({op.rows, op.k}));
     graph.add_host_loop(loop, rows, quantized.q, quantized.params);
   }
-  if (op.rows == 1 && graph.data_type(op.weights) == DataType::s4 && zero_points_fit_int4(graph, op)) {
-    // One row: the host kernel, in f32 (a bf16 row converted exactly, the result rounded to bf16 after).
+  const DataType weight_type = graph.data_type(op.weights);
+  const bool int4_row = weight_type == DataType::s4 && zero_points_fit_int4(graph, op);
+  const bool int8_row = weight_type == DataType::s8 && op.zero_points == kNoValue;
+  if (op.rows == 1 && (int4_row || int8_row)) {
+    // One row: a host kernel, in f32 (a bf16 row converted exactly, the result rounded to bf16 after).
     const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
     HostLoop loop;
-    loop.kind = HostLoop::Kind::Int4FloatVectorMatrix;
+    loop.kind = int4_row ? HostLoop::Kind::Int4FloatVectorMatrix : HostLoop::Kind::Int8FloatVectorMatrix;
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
     loop.int4_zero_points = op.zero_points != kNoValue;
@@ -340,20 +343,6 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     if (loop.int4_zero_points) {
       more.push_back(graph.plain_input(op.zero_points));
     }
-    graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
-    return;
-  }
-  if (op.rows == 1 && graph.data_type(op.weights) == DataType::s8 && op.zero_points == kNoValue) {
-    // One row of int8 weights: the host kernel, in f32, as for int4 above.
-    HostLoop loop;
-    loop.kind = HostLoop::Kind::Int8FloatVectorMatrix;
-    loop.int4 = shape;
-    loop.int4_bias = step.has_input(3);
-    std::vector<BufferId> more{graph.input(op.weights, graph.plain(op.weights)), graph.plain_input(op.scales)};
-    if (loop.int4_bias) {
-      more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
-    }
-    const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
     graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
     return;
   }
