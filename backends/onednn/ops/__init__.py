@@ -1,6 +1,7 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""Op support and lowering: the rule tables (rules.py, composite.py, indexing.py) and the whole-program lowering."""
+"""Op support and lowering: the rule tables (rules.py, composite.py, indexing.py, affine.py, llm_ops.py) and the
+whole-program lowering."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .context import (
     fake_tensor,
 )
 from .indexing import INDEXING_RULES
+from .llm_ops import LLM_OP_RULES
 from .rules import KEEP_WHOLE as _PRIMITIVE_KEEP_WHOLE
 from .rules import OP_RULES as _PRIMITIVE_RULES
 from .rules import OpRule
@@ -32,6 +34,7 @@ RULE_TABLES: dict[str, dict[object, OpRule]] = {
     "composite.py": COMPOSITE_RULES,
     "indexing.py": INDEXING_RULES,
     "affine.py": AFFINE_RULES,  # keyed by op name: torchao's ops exist only once torchao is imported
+    "llm_ops.py": LLM_OP_RULES,  # keyed by op name, likewise for ExecuTorch's custom-ops library
 }
 
 

@@ -190,3 +190,65 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
 }
 
 } // namespace executorch::backends::onednn
+
+namespace executorch::backends::onednn {
+namespace {
+
+bool start_dims_hold_one(const memory::dims& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
+}
+
+} // namespace
+
+void build_cached_attention(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t q = step.inputs[0], k = step.inputs[1], v = step.inputs[2], start = step.inputs[3];
+  const uint32_t out = step.outputs[0];
+  const memory::dims qd = graph.dims(q), kd = graph.dims(k), vd = graph.dims(v), od = graph.dims(out);
+  ODNN_CHECK(
+      qd.size() == 4 && kd.size() == 4 && vd.size() == 4 && kd[0] == qd[0] && vd[0] == qd[0] && kd[1] == vd[1] &&
+          kd[2] == vd[2] && kd[2] > 0 && qd[2] % kd[2] == 0 && kd[3] == qd[3] &&
+          od == memory::dims({qd[0], qd[1], qd[2], vd[3]}),
+      "q %s, key cache %s, value cache %s and out %s are not a cached attention [B, S, H, D] over [B, L, Hkv, D] "
+      "(H a multiple of Hkv)",
+      dims_string(qd).c_str(),
+      dims_string(kd).c_str(),
+      dims_string(vd).c_str(),
+      dims_string(od).c_str());
+  ODNN_CHECK(
+      qd[3] > 0 && vd[3] > 0 && static_cast<size_t>(vd[3]) <= kCachedAttentionMaxWidth,
+      "value width %ld: the cached attention takes 1 to %zu",
+      static_cast<long>(vd[3]),
+      kCachedAttentionMaxWidth);
+  ODNN_CHECK(
+      static_cast<DType>(graph.value(start).dtype) == DType::S64 && start_dims_hold_one(graph.dims(start)),
+      "the start position (value %u) must be one S64 value",
+      start);
+  ODNN_CHECK(
+      graph.data_type(k) == DataType::f32 && graph.data_type(v) == DataType::f32,
+      "the key and value caches must be F32");
+  const double scale = step.float_scalar("scale");
+  ODNN_CHECK(std::isfinite(scale), "scale %g must be finite", scale);
+
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::CachedAttention;
+  CachedAttentionShape& shape = loop.cached_attention;
+  shape.isa = host_row_isa();
+  shape.batch = static_cast<size_t>(qd[0]);
+  shape.queries = static_cast<size_t>(qd[1]);
+  shape.heads = static_cast<size_t>(qd[2]);
+  shape.kv_heads = static_cast<size_t>(kd[2]);
+  shape.cache_length = static_cast<size_t>(kd[1]);
+  shape.width = static_cast<size_t>(qd[3]);
+  shape.value_width = static_cast<size_t>(vd[3]);
+  shape.scale = static_cast<float>(scale);
+  shape.causal = step.int_scalar("causal") != 0;
+  const BufferId target = graph.define(out, plain_desc(od, DataType::f32));
+  graph.add_host_loop(
+      loop,
+      target,
+      graph.plain_input(q, DataType::f32),
+      graph.plain_input(start),
+      {graph.plain_input(k, DataType::f32), graph.plain_input(v, DataType::f32)});
+}
+
+} // namespace executorch::backends::onednn

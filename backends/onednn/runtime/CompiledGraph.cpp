@@ -455,6 +455,28 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       });
       return Error::Ok;
     }
+    case HostLoop::Kind::CachedAttention: {
+      const CachedAttentionShape& shape = loop.cached_attention;
+      const int64_t start = *static_cast<const int64_t*>(aux);
+      if (!cached_attention_start_fits(shape, start)) {
+        ET_LOG(
+            Error,
+            "OneDnnBackend: attention from position %lld over %zu new entries does not fit the cache of %zu",
+            static_cast<long long>(start),
+            shape.queries,
+            shape.cache_length);
+        return Error::InvalidArgument;
+      }
+      CachedAttentionOperands operands;
+      operands.queries = static_cast<const float*>(source);
+      operands.keys = static_cast<const float*>(step.host_sources[0].get_data_handle());
+      operands.values = static_cast<const float*>(step.host_sources[1].get_data_handle());
+      operands.dst = static_cast<float*>(target);
+      parallel_chunks(cached_attention_tasks(shape), 2, [&](size_t begin, size_t end) {
+        cached_attention_tasks_run(shape, operands, start, begin, end);
+      });
+      return Error::Ok;
+    }
     case HostLoop::Kind::ReduceExtremum:
       reduce_extremum(loop.extremum, static_cast<const float*>(source), static_cast<float*>(target));
       return Error::Ok;

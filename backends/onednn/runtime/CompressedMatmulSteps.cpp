@@ -29,6 +29,7 @@
 #include "InitError.h"
 #include "Int8VectorMatrix.h"
 #include "StepBuilders.h"
+#include "Threading.h"
 
 namespace executorch::backends::onednn {
 
@@ -138,11 +139,13 @@ QuantizedRows add_row_quantization(GraphBuilder& graph, const CompressedOperands
 // One constant per output column: what a row's zero point contributes to it (int4_column_terms).
 BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4MatrixShape shape) {
   std::vector<float> terms(static_cast<size_t>(op.n));
-  int4_column_terms(
-      shape,
-      static_cast<const uint8_t*>(graph.constant_data(op.weights)),
-      static_cast<const float*>(graph.constant_data(op.scales)),
-      terms.data());
+  const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
+  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+  // A decode graph's build reads every weight of the program here: on the pool when it is built inside
+  // execute() (a new prompt length), on this thread at init.
+  parallel_chunks(terms.size(), 256, [&](size_t begin, size_t end) {
+    int4_column_terms(shape, weights, scales, terms.data(), begin, end);
+  });
   return graph.owned_constant(plain_desc({op.n}), terms.data());
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "CachedAttention.h"
 #include "IndexKernels.h"
 #include "Int4VectorMatrix.h"
 #include "NanKernels.h"
@@ -66,8 +67,10 @@ struct HostLoop {
     // [outer, inner bytes], side by side: a concat whose pieces are a few bytes each (a rotary
     // embedding's pairs), which oneDNN's concat copies one element at a time.
     Interleave,
-    ZeroPointTerms, // dst [outer, extent] -= scale * zero point of its row (aux, as above) * terms[column]
-                    // (the first more source), in place
+    ZeroPointTerms,  // dst [outer, extent] -= scale * zero point of its row (aux, as above) * terms[column]
+                     // (the first more source), in place
+    CachedAttention, // dst = the cached attention (CachedAttention.h) of the queries in src over the keys
+                     // and values in the more sources, from the start position in aux (one int64)
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -87,18 +90,19 @@ struct HostLoop {
   size_t in[3] = {1, 1, 1};
   size_t out[3] = {1, 1, 1};
   bool max = false;
-  ArgReduceRows arg_reduce;        // ArgReduce
-  GatherRows gather;               // Gather
-  ElementwiseLoop elementwise;     // Elementwise
-  IndexPutLoop index_put;          // IndexPut
-  size_t skip = 0;                 // NonFiniteBranch, Jump
-  MaxPoolPlanes max_pool;          // MaxPool
-  ExtremumReduction extremum;      // ReduceExtremum
-  WinogradShape winograd;          // WinogradInput, WinogradOutput
-  VectorMatrixShape vector_matrix; // VectorMatrix
-  Int4MatrixShape int4;            // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
-  bool int4_bias = false;          // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
-  bool int4_zero_points = false;   // Int4FloatVectorMatrix
+  ArgReduceRows arg_reduce;              // ArgReduce
+  GatherRows gather;                     // Gather
+  ElementwiseLoop elementwise;           // Elementwise
+  IndexPutLoop index_put;                // IndexPut
+  size_t skip = 0;                       // NonFiniteBranch, Jump
+  MaxPoolPlanes max_pool;                // MaxPool
+  ExtremumReduction extremum;            // ReduceExtremum
+  WinogradShape winograd;                // WinogradInput, WinogradOutput
+  VectorMatrixShape vector_matrix;       // VectorMatrix
+  Int4MatrixShape int4;                  // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
+  bool int4_bias = false;                // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
+  bool int4_zero_points = false;         // Int4FloatVectorMatrix
+  CachedAttentionShape cached_attention; // CachedAttention
 };
 
 // Rows [begin, end) of an Interleave loop: row r of each of the `count` pieces, `bytes` each, side by

@@ -31,6 +31,35 @@ int32_t weight_at(const uint8_t* row, size_t k) {
   return (nibble ^ 8) - 8;
 }
 
+// The sum of the signed nibbles of `bytes` bytes. With each nibble n stored as two's complement, its
+// value is (n ^ 8) - 8: SSE2's byte sums (baseline x86-64) add the flipped nibbles 16 bytes at a time.
+int32_t byte_group_sum(const uint8_t* bytes, size_t count) {
+  int32_t sum = -16 * static_cast<int32_t>(count);
+  size_t b = 0;
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x88));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  __m128i lanes = _mm_setzero_si128();
+  for (; b + 16 <= count; b += 16) {
+    const __m128i x = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + b)), flip);
+    const __m128i nibbles = _mm_add_epi8(_mm_and_si128(x, low), _mm_and_si128(_mm_srli_epi16(x, 4), low));
+    lanes = _mm_add_epi64(lanes, _mm_sad_epu8(nibbles, _mm_setzero_si128()));
+  }
+  sum += _mm_cvtsi128_si32(lanes) + _mm_cvtsi128_si32(_mm_unpackhi_epi64(lanes, lanes));
+  for (; b < count; ++b) {
+    sum += ((bytes[b] & 0x0F) ^ 8) + ((bytes[b] >> 4) ^ 8);
+  }
+  return sum;
+}
+
+// Group g of a row whose groups split bytes (an odd group size).
+int32_t odd_group_sum(const uint8_t* row, size_t g, size_t group) {
+  int32_t sum = 0;
+  for (size_t k = g * group; k < (g + 1) * group; ++k) {
+    sum += weight_at(row, k);
+  }
+  return sum;
+}
+
 void finish(const Int4RowOperands& operands, size_t r, float sum) {
   const float value = operands.row_scale * (sum - static_cast<float>(operands.zero_point) * operands.terms[r]);
   operands.dst[r] = operands.bias != nullptr ? value + operands.bias[r] : value;
@@ -567,17 +596,17 @@ void center_rows_bf16(const int8_t* q, size_t k, const int32_t* zero_points, uin
   }
 }
 
-void int4_column_terms(const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms) {
+void int4_column_terms(
+    const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms, size_t begin, size_t end) {
   const size_t groups = shape.k / shape.group;
-  for (size_t r = 0; r < shape.n; ++r) {
+  const size_t group_bytes = shape.group / 2;
+  for (size_t r = begin; r < end; ++r) {
     const uint8_t* row = weights + r * (shape.k / 2);
     float sum = 0.0f;
     for (size_t g = 0; g < groups; ++g) {
-      int32_t values = 0;
-      for (size_t k = g * shape.group; k < (g + 1) * shape.group; ++k) {
-        values += weight_at(row, k);
-      }
-      sum += scales[r * groups + g] * static_cast<float>(values);
+      sum += scales[r * groups + g] * static_cast<float>(
+                                          shape.group % 2 == 0 ? byte_group_sum(row + g * group_bytes, group_bytes)
+                                                               : odd_group_sum(row, g, shape.group));
     }
     terms[r] = sum;
   }

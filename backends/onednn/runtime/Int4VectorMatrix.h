@@ -64,9 +64,11 @@ void quantize_rows_affine_int8(
 // |q - zero point| <= 255 needs 8 significant bits, bf16's count.
 void center_rows_bf16(const int8_t* q, size_t k, const int32_t* zero_points, uint16_t* dst, size_t begin, size_t end);
 
-// terms[r] = sum over groups g, in order, of scales[r, g] * (sum of row r's values in g), the integer
-// sums exact: what a zero point contributes to row r's products. Once, at init.
-void int4_column_terms(const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms);
+// terms[r] for r in [begin, end) = sum over groups g, in order, of scales[r, g] * (sum of row r's values
+// in g), the integer sums exact: what a zero point contributes to row r's products. Once, as a graph
+// is built; threads may call it on disjoint ranges at once.
+void int4_column_terms(
+    const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms, size_t begin, size_t end);
 
 // dst[r] for r in [begin, end):
 //   row_scale * (sum_g scales[r, g] * float(sum_{k in g} q[k] * w[r, k]) - float(zero_point) * terms[r])

@@ -85,8 +85,9 @@ enum class StepKind : uint32_t {
   HostElementwise = 22,
   IndexPut = 23,
   CompressedMatmul = 24,
+  CachedAttention = 25,
 };
-inline constexpr uint32_t kNumStepKinds = 25; // codes 1..24; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 26; // codes 1..25; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -188,6 +189,7 @@ inline constexpr CodeRow<StepKind, StepSignature> kStepSignatures[] = {
     {StepKind::HostElementwise, {"HOST_ELEMENTWISE", 2, 3, false, false, 1, true}},
     {StepKind::IndexPut, {"INDEX_PUT", 3, 3, true, false, 1, true}},
     {StepKind::CompressedMatmul, {"COMPRESSED_MATMUL", 3, 5, false, false, 1, false}},
+    {StepKind::CachedAttention, {"CACHED_ATTENTION", 4, 4, false, false, 1, true}},
 };
 static_assert(covers_codes(kStepSignatures, 1, kNumStepKinds), "one signature per StepKind (code 0 is unused)");
 

@@ -106,6 +106,7 @@ class StepKind(IntEnum):
     HOST_ELEMENTWISE = 22
     INDEX_PUT = 23
     COMPRESSED_MATMUL = 24
+    CACHED_ATTENTION = 25
 
 
 class EltwiseAlg(IntEnum):

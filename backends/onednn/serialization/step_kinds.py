@@ -99,6 +99,8 @@ STEP_KINDS: dict[StepKind, StepKindRow] = {
     # Weights kept compressed (s4/s8 with grouped scales); under bf16 the activations turn bf16 and the
     # weights are decompressed to bf16 inside the kernel.
     StepKind.COMPRESSED_MATMUL: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True, computes_in_bf16=True),
+    # ExecuTorch's custom_sdpa over a KV cache, on the host in f32; reads its start position (int64).
+    StepKind.CACHED_ATTENTION: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True, keeps_fp32=True, host_index=True),
 }
 
 

@@ -56,8 +56,9 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_runner(
     checkpoint: dict[str, object], custom_sdpa: bool
 ) -> None:
-    """With `model.use_sdpa_with_kv_cache=False` the cache update is an index_put at the prompt's
-    positions (index tensors of a dynamic length), which the partitioner claims."""
+    """With `model.use_sdpa_with_kv_cache=True` the delegate runs export_llm's `llama::custom_sdpa` over
+    the cache (CACHED_ATTENTION); with False the cache update is an index_put at the prompt's positions
+    (index tensors of a dynamic length), which the partitioner claims."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama:: ops of the .pte)
     from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
 
@@ -79,6 +80,17 @@ def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_
         ]
     )
     assert status == 0 and pte.is_file()
+    if custom_sdpa:  # the attention over the cache is ours; ExecuTorch keeps the cache updates
+        from executorch.backends.onednn.serialization.payload import deserialize
+        from executorch.backends.onednn.serialization.schema import StepKind
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        program = deserialize_pte_binary(pte.read_bytes()).program
+        operators = {operator.name for plan in program.execution_plan for operator in plan.operators}
+        assert "llama::custom_sdpa" not in operators and "llama::update_cache" in operators, operators
+        payloads = [deserialize(data.data) for data in program.backend_delegate_data]
+        steps = [step.kind for payload in payloads for step in payload.steps]
+        assert steps.count(StepKind.CACHED_ATTENTION) == 2  # one per layer
 
     prompt = "the quick"
     pieces: list[str] = []

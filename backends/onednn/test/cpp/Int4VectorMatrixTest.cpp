@@ -181,7 +181,7 @@ struct Int4Matrix {
     for (size_t i = 0; i < packed.size(); ++i) {
       packed[i] = static_cast<uint8_t>((values[2 * i] & 0x0F) | ((values[2 * i + 1] & 0x0F) << 4));
     }
-    int4_column_terms(shape(RowIsa::scalar, false), packed.data(), scales.data(), terms.data());
+    int4_column_terms(shape(RowIsa::scalar, false), packed.data(), scales.data(), terms.data(), 0, n);
   }
   Int4MatrixShape shape(RowIsa isa, bool vnni) const {
     Int4MatrixShape out;
@@ -193,6 +193,26 @@ struct Int4Matrix {
     return out;
   }
 };
+
+// The column terms (a row's zero point times them is taken off the products) against a sum of the
+// unpacked values, for groups of whole bytes and for groups that split a byte.
+TEST(Int4ColumnTerms, MatchTheScaledSumsOfEachRowsGroups) {
+  std::mt19937 generator(11);
+  for (const size_t group : {size_t{2}, size_t{3}, size_t{32}, size_t{96}}) {
+    const Int4Matrix m(5, 96, group, generator);
+    for (size_t r = 0; r < m.n; ++r) {
+      double expected = 0.0;
+      for (size_t g = 0; g < m.k / group; ++g) {
+        int32_t values = 0;
+        for (size_t k = g * group; k < (g + 1) * group; ++k) {
+          values += m.values[r * m.k + k];
+        }
+        expected += static_cast<double>(m.scales[r * (m.k / group) + g]) * values;
+      }
+      EXPECT_NEAR(m.terms[r], expected, 1e-5) << "group " << group << ", row " << r;
+    }
+  }
+}
 
 struct Path {
   const char* name;

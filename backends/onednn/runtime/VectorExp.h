@@ -1,0 +1,60 @@
+// Copyright (c) 2026 The executorch-onednn authors.
+// SPDX-License-Identifier: BSD-3-Clause
+// The f32 exponential of the host kernels (softmax rows, GELU, cached attention), on 16 and 8 lanes.
+// Include after VectorTargets.h, in .cpp files only.
+#pragma once
+
+#include <immintrin.h>
+
+#include "VectorTargets.h"
+
+namespace executorch::backends::onednn {
+
+// exp(x) within about 1 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 and
+// 2^n applied exactly by scalef. Below -104 the result is 0 (as exp(-inf)); a NaN stays NaN (max
+// and min return their second operand when one is NaN).
+ODNN_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+  const __m512 n = _mm512_roundscale_ps(
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// 2^exponent for exponent in [-126, 127].
+ODNN_AVX2 inline __m256 power_of_two(__m256i exponent) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(exponent, _mm256_set1_epi32(127)), 23));
+}
+
+// exp16's method; 2^n (n in [-150, 128]) applied as two exact powers of two, AVX2 having no scalef.
+ODNN_AVX2 inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+  x = _mm256_min_ps(_mm256_set1_ps(88.7228f), x);
+  const __m256 n = _mm256_round_ps(
+      _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i whole = _mm256_cvtps_epi32(n);
+  const __m256i half = _mm256_srai_epi32(whole, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, power_of_two(half)), power_of_two(_mm256_sub_epi32(whole, half)));
+}
+
+} // namespace executorch::backends::onednn
