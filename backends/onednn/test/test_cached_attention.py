@@ -87,6 +87,35 @@ def test_a_nan_in_the_visible_cache_makes_the_rows_that_see_it_nan() -> None:
     assert rows_nan.tolist() == [False] * 4 + [True] * 2  # queries 4 and 5 see key 4
 
 
+class ProjectedQueries(nn.Module):
+    """Queries from a linear layer, which computes in bf16 under precision="bf16"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.project = nn.Linear(32, 4 * 16)
+
+    def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        q = self.project(x).reshape(1, x.shape[1], 4, 16)
+        return torch.ops.llama.custom_sdpa(q, k, v, pos[0].item(), None, 0.0, True)
+
+
+def test_bf16_queries_attend_in_f32_within_bf16_rounding() -> None:
+    from executorch.backends.onednn import OneDnnPartitioner
+
+    torch.manual_seed(3)
+    model = ProjectedQueries().eval()
+    k, v = caches(24, 2, 16, 16)
+    x = torch.randn(1, 5, 32)
+    lowered = lower(model, (x, k, v, torch.tensor([0])), partitioner=OneDnnPartitioner(precision="bf16"))
+    assert lowered.delegate_calls == 1 and lowered.undelegated_compute == [], lowered.undelegated_compute
+    input_sets = [(x, k, v, torch.tensor([start])) for start in (0, 19)]
+    for inputs, result in zip(input_sets, execute_each(lowered.buffer, input_sets), strict=True):
+        assert not isinstance(result, str), result
+        expected = model(*inputs)
+        error = float((result[0] - expected).abs().max() / expected.abs().max())
+        assert error < 2e-2, f"start {int(inputs[3])}: relative error {error:.3g}"
+
+
 def test_custom_sdpa_with_a_mask_stays_with_executorch() -> None:
     k, v = caches(16, 2, 16, 16)
     q = torch.randn(1, 3, 2, 16)
