@@ -157,6 +157,25 @@ class Int8Cnn(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
+class CachedAttention(nn.Module):
+    """export_llm's llama::custom_sdpa over a KV cache (CACHED_ATTENTION, its start an int64 input)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.project = nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        q = self.project(x).reshape(1, x.shape[1], 2, 16)
+        return torch.ops.llama.custom_sdpa(q, k, v, pos[0].item(), None, 0.0, True)
+
+
+def _cached_attention() -> tuple[nn.Module, tuple[torch.Tensor, ...], object, dict[str, object]]:
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (registers llama::custom_sdpa)
+
+    inputs = (torch.randn(1, 3, 16), torch.randn(1, 8, 1, 16), torch.randn(1, 8, 1, 16), torch.tensor([2]))
+    return CachedAttention(), inputs, None, {}
+
+
 def _static_int8(model: nn.Module, example: tuple[torch.Tensor, ...]) -> nn.Module:
     """prepare_pt2e with OneDnnQuantizer, calibrate on a few random batches, convert_pt2e."""
     from executorch.backends.onednn.quantizer import OneDnnQuantizer
@@ -210,6 +229,7 @@ def _models() -> dict[str, Callable[[], Model]]:
             None,
             {},
         ),
+        "cached_attention": _cached_attention,
         # Constant records that end with their weights' CRC-32 (the harness serves weights that match).
         "mlp_weight_checksums": lambda: (Mlp(), (torch.randn(2, 16),), None, {"weight_checksums": True}),
     }
