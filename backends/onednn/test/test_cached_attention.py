@@ -57,13 +57,7 @@ def test_custom_sdpa_is_one_step_matching_the_custom_op_at_every_start(name: str
     steps = [step.kind for data in lowered_payloads(lowered) for step in data.steps]
     assert steps.count(StepKind.CACHED_ATTENTION) == 1
 
-    input_sets = [(q, k, v, torch.tensor([start])) for start in starts]
-    results = execute_each(lowered.buffer, input_sets)
-    for inputs, result in zip(input_sets, results, strict=True):
-        assert not isinstance(result, str), result
-        expected = model(*inputs)
-        error = float((result[0] - expected).abs().max() / expected.abs().max())
-        assert error < 1e-5, f"start {int(inputs[3])}: relative error {error:.3g}"
+    assert_each_start_matches(model, lowered.buffer, [(q, k, v, torch.tensor([start])) for start in starts], 1e-5)
 
 
 def test_a_start_that_does_not_fit_the_cache_fails_that_call_only() -> None:
@@ -108,12 +102,7 @@ def test_bf16_queries_attend_in_f32_within_bf16_rounding() -> None:
     x = torch.randn(1, 5, 32)
     lowered = lower(model, (x, k, v, torch.tensor([0])), partitioner=OneDnnPartitioner(precision="bf16"))
     assert lowered.delegate_calls == 1 and lowered.undelegated_compute == [], lowered.undelegated_compute
-    input_sets = [(x, k, v, torch.tensor([start])) for start in (0, 19)]
-    for inputs, result in zip(input_sets, execute_each(lowered.buffer, input_sets), strict=True):
-        assert not isinstance(result, str), result
-        expected = model(*inputs)
-        error = float((result[0] - expected).abs().max() / expected.abs().max())
-        assert error < 2e-2, f"start {int(inputs[3])}: relative error {error:.3g}"
+    assert_each_start_matches(model, lowered.buffer, [(x, k, v, torch.tensor([start])) for start in (0, 19)], 2e-2)
 
 
 def test_custom_sdpa_with_a_mask_stays_with_executorch() -> None:
@@ -121,6 +110,17 @@ def test_custom_sdpa_with_a_mask_stays_with_executorch() -> None:
     q = torch.randn(1, 3, 2, 16)
     lowered = lower(CachedAttention(causal=False, mask=True), (q, k, v, torch.tensor([0])))
     assert "llama::custom_sdpa" in lowered.undelegated_compute
+
+
+def assert_each_start_matches(
+    model: nn.Module, buffer: bytes, input_sets: list[tuple[torch.Tensor, ...]], tolerance: float
+) -> None:
+    """One loaded program run on each set in turn (the start is the last input), against eager."""
+    for inputs, result in zip(input_sets, execute_each(buffer, input_sets), strict=True):
+        assert not isinstance(result, str), result
+        expected = model(*inputs)
+        error = float((result[0] - expected).abs().max() / expected.abs().max())
+        assert error < tolerance, f"start {int(inputs[-1])}: relative error {error:.3g}"
 
 
 def lowered_payloads(lowered: object) -> list[object]:

@@ -12,20 +12,10 @@
 #include <gtest/gtest.h>
 
 #include "../../runtime/CachedAttention.h"
+#include "RunnableIsas.h"
 
 namespace executorch::backends::onednn {
 namespace {
-
-std::vector<RowIsa> runnable_isas() {
-  std::vector<RowIsa> isas{RowIsa::scalar};
-  if (host_row_isa() != RowIsa::scalar) {
-    isas.push_back(RowIsa::avx2);
-  }
-  if (host_row_isa() == RowIsa::avx512) {
-    isas.push_back(RowIsa::avx512);
-  }
-  return isas;
-}
 
 struct Case {
   CachedAttentionShape shape;

@@ -17,22 +17,12 @@
 #include "../../runtime/HostLoops.h"
 #include "../../runtime/RowKernels.h"
 #include "../../runtime/VectorMatrix.h"
+#include "RunnableIsas.h"
 
 namespace executorch::backends::onednn {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-std::vector<RowIsa> runnable_isas() {
-  std::vector<RowIsa> isas{RowIsa::scalar};
-  if (host_row_isa() != RowIsa::scalar) {
-    isas.push_back(RowIsa::avx2);
-  }
-  if (host_row_isa() == RowIsa::avx512) {
-    isas.push_back(RowIsa::avx512);
-  }
-  return isas;
-}
 
 std::string name(RowIsa isa) {
   return isa == RowIsa::avx512 ? "avx512" : isa == RowIsa::avx2 ? "avx2" : "scalar";
