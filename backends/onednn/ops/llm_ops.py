@@ -24,6 +24,7 @@ import torch
 from torch.fx import Node
 
 from ..serialization.schema import StepKind
+from .affine import op_name
 from .arguments import arg
 from .context import LoweringContext, Unsupported, fake_tensor
 from .rules import OpRule
@@ -33,16 +34,10 @@ READ_SCALAR = "aten::_local_scalar_dense"
 INDICES = {torch.int64}
 
 
-def _op_name(node: object) -> str | None:
-    from .affine import op_name
-
-    return op_name(node)
-
-
 def _start_tensor(node: Node) -> Node:
     """The int64 value whose one element is custom_sdpa's start position."""
     start = arg(node, 3, "start_pos")
-    if not isinstance(start, Node) or _op_name(start) != READ_SCALAR:
+    if not isinstance(start, Node) or op_name(start) != READ_SCALAR:
         raise Unsupported(f"{node.name}: start_pos={start!r}, expected a value read from an int64 tensor")
     source = start.args[0]
     if not isinstance(source, Node) or fake_tensor(source).dtype != torch.int64 or fake_tensor(source).numel() != 1:
@@ -80,7 +75,7 @@ def lower_nothing(ctx: LoweringContext, node: Node) -> None:
 
 
 def read_by_custom_sdpa_only(node: Node, supported: Callable[[Node], bool]) -> str | None:
-    if not node.users or any(_op_name(user) != CUSTOM_SDPA or not supported(user) for user in node.users):
+    if not node.users or any(op_name(user) != CUSTOM_SDPA or not supported(user) for user in node.users):
         return f"{node.name}: a scalar read for an op other than a delegated custom_sdpa"
     return None
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "VectorExp.h"
+#include "VectorMath.h"
 #include "VectorTargets.h"
 
 namespace executorch::backends::onednn {
@@ -125,13 +125,6 @@ void head_scalar(const CachedAttentionShape& shape, const Task& task, size_t h) 
   }
 }
 
-ODNN_AVX512 float sum16(__m512 v) {
-  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
-}
-
 // kVectors: the vectors of 16 in a row (width and value_width alike) and kHeads the task's heads, fixed
 // so that the accumulators stay in registers (the loops over them are unrolled for that); kVectors 0:
 // the widths taken from the shape, one head, the accumulators in memory.
@@ -165,7 +158,7 @@ ODNN_AVX512 void task_avx512(const CachedAttentionShape& shape, const Task& task
         for (size_t v = 1; v < q_vectors; ++v) {
           dot = _mm512_fmadd_ps(_mm512_loadu_ps(task.queries[h] + v * kLanes), _mm512_loadu_ps(key + v * kLanes), dot);
         }
-        scores[h][j] = sum16(dot) * shape.scale;
+        scores[h][j] = horizontal_sum(dot) * shape.scale;
         chunk_max[h] = std::max(chunk_max[h], scores[h][j]);
       }
     }
@@ -184,7 +177,7 @@ ODNN_AVX512 void task_avx512(const CachedAttentionShape& shape, const Task& task
         const __m512 e = _mm512_maskz_mov_ps(
             lanes, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, scores[h] + j), _mm512_set1_ps(max[h]))));
         _mm512_store_ps(scores[h] + j, e);
-        sum[h] += sum16(e);
+        sum[h] += horizontal_sum(e);
       }
     }
     for (size_t j = 0; j < count; ++j) {
@@ -236,12 +229,6 @@ ODNN_AVX512 void dispatch_avx512(const CachedAttentionShape& shape, const Task& 
   }
 }
 
-ODNN_AVX2 float sum8(__m256 v) {
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
-}
-
 // One head of the task; kVectors as for task_avx512, in vectors of 8.
 template <size_t kVectors>
 ODNN_AVX2 void head_avx2(const CachedAttentionShape& shape, const Task& task, size_t h) {
@@ -267,7 +254,7 @@ ODNN_AVX2 void head_avx2(const CachedAttentionShape& shape, const Task& task, si
       for (size_t v = 1; v < q_vectors; ++v) {
         dot = _mm256_fmadd_ps(_mm256_loadu_ps(query + v * kLanes), _mm256_loadu_ps(key + v * kLanes), dot);
       }
-      scores[j] = sum8(dot) * shape.scale;
+      scores[j] = horizontal_sum(dot) * shape.scale;
       chunk_max = std::max(chunk_max, scores[j]);
     }
     const float factor = rescale_to(chunk_max, max);
@@ -282,7 +269,7 @@ ODNN_AVX2 void head_avx2(const CachedAttentionShape& shape, const Task& task, si
     for (; j + kLanes <= count; j += kLanes) {
       const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(scores + j), _mm256_set1_ps(max)));
       _mm256_store_ps(scores + j, e);
-      sum += sum8(e);
+      sum += horizontal_sum(e);
     }
     for (; j < count; ++j) {
       scores[j] = std::exp(scores[j] - max);

@@ -14,7 +14,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include "VectorExp.h"
+#include "VectorMath.h"
 #include "VectorTargets.h"
 
 // The AVX-512 and AVX2 kernels (VectorTargets.h) run only for rows whose `isa` host_row_isa() set.
@@ -36,13 +36,6 @@ ODNN_AVX512 inline float horizontal_max(__m512 v) {
   __m128 four = _mm_max_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
   four = _mm_max_ps(four, _mm_movehl_ps(four, four));
   return _mm_cvtss_f32(_mm_max_ss(four, _mm_shuffle_ps(four, four, 1)));
-}
-
-ODNN_AVX512 inline float horizontal_sum(__m512 v) {
-  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
 }
 
 // Masked-off lanes read as `fill`.
@@ -135,12 +128,6 @@ ODNN_AVX2 inline float horizontal_max(__m256 v) {
   __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   four = _mm_max_ps(four, _mm_movehl_ps(four, four));
   return _mm_cvtss_f32(_mm_max_ss(four, _mm_shuffle_ps(four, four, 1)));
-}
-
-ODNN_AVX2 inline float horizontal_sum(__m256 v) {
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
 }
 
 // `count` values from `at` (all 8 when count >= 8); the missing lanes read as `fill`.

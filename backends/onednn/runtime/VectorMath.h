@@ -1,7 +1,7 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
-// The f32 exponential of the host kernels (softmax rows, GELU, cached attention), on 16 and 8 lanes.
-// Include after VectorTargets.h, in .cpp files only.
+// The host kernels' shared vector math on 16 and 8 f32 lanes: horizontal sums and the exponential
+// (softmax rows, GELU, cached attention). In .cpp files only.
 #pragma once
 
 #include <immintrin.h>
@@ -9,6 +9,20 @@
 #include "VectorTargets.h"
 
 namespace executorch::backends::onednn {
+
+// Across the lanes, in halves.
+ODNN_AVX512 inline float horizontal_sum(__m512 v) {
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
+
+ODNN_AVX2 inline float horizontal_sum(__m256 v) {
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
+}
 
 // exp(x) within about 1 ulp: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 and
 // 2^n applied exactly by scalef. Below -104 the result is 0 (as exp(-inf)); a NaN stays NaN (max
