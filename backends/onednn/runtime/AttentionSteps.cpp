@@ -6,6 +6,8 @@
 // batch x heads x block rows x keys, at most kScoreBytes unless one row alone is larger. A causal
 // block reads only the keys its rows may see. Grouped-query heads read their shared keys and values
 // through a broadcast dim instead of copies.
+// CACHED_ATTENTION: ExecuTorch's llama::custom_sdpa over a KV cache, one host loop (CachedAttention.h)
+// that reads its start position at run time.
 #include <algorithm>
 #include <cmath>
 
@@ -29,6 +31,10 @@ memory::desc strided(const memory::dims& dims, const memory::dims& strides, Data
 
 size_t byte_size(DataType type) {
   return memory::data_type_size(type);
+}
+
+bool holds_one_value(const memory::dims& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
 }
 
 } // namespace
@@ -189,17 +195,6 @@ void build_attention(const StepRecord& step, GraphBuilder& graph) {
   }
 }
 
-} // namespace executorch::backends::onednn
-
-namespace executorch::backends::onednn {
-namespace {
-
-bool start_dims_hold_one(const memory::dims& dims) {
-  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
-}
-
-} // namespace
-
 void build_cached_attention(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t q = step.inputs[0], k = step.inputs[1], v = step.inputs[2], start = step.inputs[3];
   const uint32_t out = step.outputs[0];
@@ -220,7 +215,7 @@ void build_cached_attention(const StepRecord& step, GraphBuilder& graph) {
       static_cast<long>(vd[3]),
       kCachedAttentionMaxWidth);
   ODNN_CHECK(
-      static_cast<DType>(graph.value(start).dtype) == DType::S64 && start_dims_hold_one(graph.dims(start)),
+      static_cast<DType>(graph.value(start).dtype) == DType::S64 && holds_one_value(graph.dims(start)),
       "the start position (value %u) must be one S64 value",
       start);
   ODNN_CHECK(
