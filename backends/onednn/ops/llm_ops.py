@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 from torch.fx import Node
 
-from ..serialization.schema import StepKind
+from ..serialization.schema import MAX_ATTENTION_VALUE_WIDTH, StepKind
 from .affine import op_name
 from .arguments import arg
 from .context import LoweringContext, Unsupported, fake_tensor
@@ -61,8 +61,8 @@ def lower_custom_sdpa(ctx: LoweringContext, node: Node) -> None:
     query, key = fake_tensor(q), fake_tensor(k)
     if key.shape[2] == 0 or query.shape[2] % key.shape[2] != 0:
         raise Unsupported(f"{node.name}: query heads {query.shape[2]} not a multiple of key heads {key.shape[2]}")
-    if fake_tensor(v).shape[3] > 512:
-        raise Unsupported(f"{node.name}: value width {fake_tensor(v).shape[3]} > 512")
+    if fake_tensor(v).shape[3] > MAX_ATTENTION_VALUE_WIDTH:
+        raise Unsupported(f"{node.name}: value width {fake_tensor(v).shape[3]} > {MAX_ATTENTION_VALUE_WIDTH}")
     width = int(query.shape[3])
     ints = {"causal": [int(bool(causal))]}
     floats = {"scale": [1.0 / math.sqrt(width) if scale is None else float(scale)]}

@@ -210,10 +210,10 @@ void build_cached_attention(const StepRecord& step, GraphBuilder& graph) {
       dims_string(vd).c_str(),
       dims_string(od).c_str());
   ODNN_CHECK(
-      qd[3] > 0 && vd[3] > 0 && static_cast<size_t>(vd[3]) <= kCachedAttentionMaxWidth,
-      "value width %ld: the cached attention takes 1 to %zu",
+      qd[3] > 0 && vd[3] > 0 && static_cast<size_t>(vd[3]) <= kMaxAttentionValueWidth,
+      "value width %ld: the cached attention takes 1 to %u",
       static_cast<long>(vd[3]),
-      kCachedAttentionMaxWidth);
+      kMaxAttentionValueWidth);
   ODNN_CHECK(
       static_cast<DType>(graph.value(start).dtype) == DType::S64 && holds_one_value(graph.dims(start)),
       "the start position (value %u) must be one S64 value",

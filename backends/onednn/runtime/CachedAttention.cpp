@@ -89,7 +89,7 @@ float rescale_to(float chunk_max, float& max) {
 }
 
 void head_scalar(const CachedAttentionShape& shape, const Task& task, size_t h) {
-  float acc[kCachedAttentionMaxWidth];
+  float acc[kMaxAttentionValueWidth];
   std::fill(acc, acc + shape.value_width, 0.0f);
   float scores[kChunk];
   float max = -std::numeric_limits<float>::infinity();
@@ -133,7 +133,7 @@ ODNN_AVX512 void task_avx512(const CachedAttentionShape& shape, const Task& task
   constexpr size_t kLanes = 16;
   const size_t q_vectors = kVectors != 0 ? kVectors : shape.width / kLanes;
   const size_t v_vectors = kVectors != 0 ? kVectors : shape.value_width / kLanes;
-  __m512 acc[kHeads][kVectors != 0 ? kVectors : kCachedAttentionMaxWidth / kLanes];
+  __m512 acc[kHeads][kVectors != 0 ? kVectors : kMaxAttentionValueWidth / kLanes];
   float max[kHeads], sum[kHeads];
   alignas(64) float scores[kHeads][kChunk];
 #pragma GCC unroll 4
@@ -235,7 +235,7 @@ ODNN_AVX2 void head_avx2(const CachedAttentionShape& shape, const Task& task, si
   constexpr size_t kLanes = 8;
   const size_t q_vectors = kVectors != 0 ? kVectors : shape.width / kLanes;
   const size_t v_vectors = kVectors != 0 ? kVectors : shape.value_width / kLanes;
-  __m256 acc[kVectors != 0 ? kVectors : kCachedAttentionMaxWidth / kLanes];
+  __m256 acc[kVectors != 0 ? kVectors : kMaxAttentionValueWidth / kLanes];
 #pragma GCC unroll 16
   for (size_t v = 0; v < v_vectors; ++v) {
     acc[v] = _mm256_setzero_ps();

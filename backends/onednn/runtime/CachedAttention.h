@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "RowKernels.h"
+#include "Schema.h"
 
 namespace executorch::backends::onednn {
 
@@ -33,9 +34,6 @@ struct CachedAttentionOperands {
   const float* values = nullptr;  // [batch, cache_length, kv_heads, value_width]
   float* dst = nullptr;           // [batch, queries, heads, value_width]
 };
-
-// The widest value_width the kernel takes (its accumulators live on the stack).
-inline constexpr size_t kCachedAttentionMaxWidth = 512;
 
 // Whether `start` fits the cache: 0 <= start and start + queries <= cache_length.
 bool cached_attention_start_fits(const CachedAttentionShape& shape, int64_t start) noexcept;

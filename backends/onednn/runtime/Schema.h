@@ -56,6 +56,8 @@ inline constexpr int64_t kMaxSymbolValue = 0x7FFFFFFF;
 // Ranges longer than this are solved for only from the size itself (checking that an expression
 // gives each size from one value alone walks the range).
 inline constexpr int64_t kMaxSolvedRange = int64_t{1} << 16;
+// CACHED_ATTENTION's accumulators for one query row live on the stack.
+inline constexpr uint32_t kMaxAttentionValueWidth = 512;
 
 enum class AttributeType : uint8_t { I64List = 0, F64List = 1 };
 inline constexpr uint8_t kNumAttributeTypes = 2;

@@ -79,6 +79,7 @@ MAX_SYMBOLS = 16
 MAX_SHAPE_CODE = 256
 MAX_SYMBOL_VALUE = 0x7FFFFFFF  # init() refuses a dynamic size whose range reaches past this
 MAX_SOLVED_RANGE = 1 << 16  # a size is solved for from an expression over a shorter range only
+MAX_ATTENTION_VALUE_WIDTH = 512  # CACHED_ATTENTION's accumulators for one query row live on the stack
 
 
 class StepKind(IntEnum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from executorch.backends.onednn.serialization.payload import deserialize
-from executorch.backends.onednn.serialization.schema import StepKind
+from executorch.backends.onednn.serialization.schema import MAX_ATTENTION_VALUE_WIDTH, StepKind
 from tester import execute_each, lower
 from torch import nn
 
@@ -109,6 +109,14 @@ def test_custom_sdpa_with_a_mask_stays_with_executorch() -> None:
     k, v = caches(16, 2, 16, 16)
     q = torch.randn(1, 3, 2, 16)
     lowered = lower(CachedAttention(causal=False, mask=True), (q, k, v, torch.tensor([0])))
+    assert "llama::custom_sdpa" in lowered.undelegated_compute
+
+
+def test_values_wider_than_the_kernel_takes_stay_with_executorch() -> None:
+    width = MAX_ATTENTION_VALUE_WIDTH + 16
+    k, v = caches(8, 1, width, width)  # custom_sdpa takes keys as wide as its values
+    q = torch.randn(1, 2, 1, width)
+    lowered = lower(CachedAttention(), (q, k, v, torch.tensor([0])))
     assert "llama::custom_sdpa" in lowered.undelegated_compute
 
 
