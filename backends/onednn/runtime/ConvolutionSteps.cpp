@@ -6,6 +6,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ConvolutionGuard.h"
@@ -526,7 +527,9 @@ bool fold_batch_into_rows(
 // 26-33 GB/s (weights out of cache, alternating measurements of decode shapes, fp32 and bf16,
 // 2026-11-30). From cache the wide blocks are faster (a 512 x 1000 head: 69 against 52 GB/s), so
 // only graphs with more weights than kStreamedWeightBytes get the narrow ones, and only where oneDNN
-// builds the same kernel for them.
+// builds the same kernel for them, and not in a program with dynamic sizes: there the graph of a
+// 2-row prompt would pack a second copy of every weight beside the one its other sizes share (4 GB
+// more for a 1.1B-parameter fp32 LLM).
 constexpr int64_t kSmallRows = 4;
 constexpr size_t kStreamedWeightBytes = size_t{32} << 20;
 
@@ -566,6 +569,40 @@ dnnl::matmul::primitive_desc with_small_rows_weights(
   return chosen;
 }
 
+// The packed layout a one-row graph reads its weights in: BA16a16b (aCB16b16c), or in a program with
+// dynamic sizes the layout oneDNN packs the same weights in for its several-row graphs, when that is
+// blocks of 16 rows by a multiple of 16 columns (f32 on AVX-512: 64), so that every size shares one
+// packed copy. Returns the desc and its block width.
+std::pair<memory::desc, size_t> vector_matrix_weights(
+    GraphBuilder& graph, const memory::dims& a_dims, const memory::dims& b_dims, DataType type) {
+  const size_t rank = b_dims.size();
+  const memory::desc narrow(b_dims, type, rank == 2 ? memory::format_tag::BA16a16b : memory::format_tag::aCB16b16c);
+  if (!graph.sizes_vary()) {
+    return {narrow, kVectorMatrixBlock};
+  }
+  memory::dims rows = a_dims, result = a_dims;
+  rows[rank - 2] = result[rank - 2] = 2;
+  result[rank - 1] = b_dims[rank - 1];
+  try {
+    const dnnl::matmul::primitive_desc pd(
+        graph.engine(), plain_desc(rows, type), any_desc(b_dims, type), plain_desc(result, DataType::f32));
+    const memory::desc chosen = pd.weights_desc();
+    const memory::dims blocks = chosen.get_inner_blks(), indices = chosen.get_inner_idxs();
+    const memory::dims strides = chosen.get_strides();
+    const int64_t k = b_dims[rank - 2], width = blocks.size() == 2 ? blocks[1] : 0;
+    const int64_t padded_k = (k + 15) / 16 * 16;
+    if (chosen.get_format_kind() == memory::format_kind::blocked && blocks.size() == 2 && blocks[0] == 16 &&
+        width % 16 == 0 && indices[0] == static_cast<int64_t>(rank - 2) &&
+        indices[1] == static_cast<int64_t>(rank - 1) && strides[rank - 2] == 16 * width &&
+        strides[rank - 1] == padded_k * width) {
+      return {chosen, static_cast<size_t>(width)};
+    }
+  } catch (const dnnl::error&) {
+    // No several-row kernel to share a layout with: the narrow one.
+  }
+  return {narrow, kVectorMatrixBlock};
+}
+
 // One row times constant weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), in f32 or bf16
 // (`type`), the result's post-ops applied after it; `bias` is kNoBuffer or N f32 values.
 void add_vector_matrix_steps(
@@ -578,18 +615,18 @@ void add_vector_matrix_steps(
     const PostOps& post_ops,
     BufferId bias) {
   const memory::dims& b_dims = b_view.get_dims();
-  const memory::format_tag packed_tag =
-      b_dims.size() == 2 ? memory::format_tag::BA16a16b : memory::format_tag::aCB16b16c;
+  const auto [packed, packed_width] = vector_matrix_weights(graph, a_dims, b_dims, type);
   HostLoop loop;
   loop.kind = HostLoop::Kind::VectorMatrix;
   loop.vector_matrix.isa = host_row_isa();
   loop.vector_matrix.k = static_cast<size_t>(b_dims[b_dims.size() - 2]);
   loop.vector_matrix.n = static_cast<size_t>(b_dims.back());
   loop.vector_matrix.bf16 = type == DataType::bf16;
+  loop.vector_matrix.packed_width = packed_width;
   const DataType result_type = graph.compute_type(step.outputs[0]);
   loop.vector_matrix.dst_bf16 = result_type == DataType::bf16;
   const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, type));
-  const BufferId weights = graph.input_view(step.inputs[1], b_view, memory::desc(b_dims, type, packed_tag));
+  const BufferId weights = graph.input_view(step.inputs[1], b_view, packed);
   const BufferId result = graph.define(step.outputs[0], plain_desc(dst, result_type));
   graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
   ArgList args{{DNNL_ARG_DST, result}};
@@ -717,7 +754,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
     }
   }
   const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
-  if (streamed && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows && kernel_quantization.empty()) {
+  if (streamed && !graph.sizes_vary() && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows &&
+      kernel_quantization.empty()) {
     pd = with_small_rows_weights(
         pd, b_dims, b_type, rows, [&](const memory::desc& weights) { return make_pd(a_plain, weights); });
   }

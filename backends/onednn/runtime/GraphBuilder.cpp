@@ -2,8 +2,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "GraphBuilder.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include "CompiledGraph.h"
@@ -21,6 +25,29 @@ constexpr size_t kAlignment = 64;
 
 size_t round_up(size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// A program with dynamic sizes keeps the constants it has packed (SharedBlocks::constants) for sizes
+// that may want them in another layout; until then their pages go back to the kernel. ExecuTorch's
+// mmap loader locks a program's pages in memory (executorch.runtime: 4.2 GB locked for a 1.1B fp32
+// LLM), and the kernel reclaims no locked page, so they are unlocked first. MADV_PAGEOUT never changes
+// the bytes: a file mapping's pages are read from the file again, anonymous ones from swap (or stay,
+// without swap), if they are ever touched. So the process holds one copy of the weights, the packed
+// one, as for a static program (whose bytes are freed after packing).
+void release_pages(const runtime::FreeableBuffer& bytes) noexcept {
+#if defined(__linux__) && defined(MADV_PAGEOUT)
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t begin = (start + page - 1) / page * page, end = (start + bytes.size()) / page * page;
+  if (end > begin) {
+    void* pages = reinterpret_cast<void*>(begin);
+    // Hints: a failure costs memory only (a kernel before 5.4 has no MADV_PAGEOUT).
+    (void)munlock(pages, end - begin);
+    (void)madvise(pages, end - begin, MADV_PAGEOUT);
+  }
+#else
+  (void)bytes;
+#endif
 }
 
 // `from`: 3x3 weights [OC, IC, 3, 3] in any f32 layout; `to`: their Winograd transform [36, IC, OC].
@@ -556,6 +583,9 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
     }
     stream_.wait();
     if (last_read[source_root] == index) {
+      if (shared != nullptr && source.program_bytes) { // null: packed from another packed buffer
+        release_pages(*source.program_bytes);
+      }
       source.program_bytes.reset(); // loaded again by make_memory if a step reads it as it is
     }
   }

@@ -88,6 +88,11 @@ class GraphBuilder {
   bool is_constant(uint32_t id) const {
     return payload_.values[id].is_constant;
   }
+  // Whether the program has dynamic sizes: its graphs for other sizes share this one's packed weights
+  // where they pack them the same way, so a layout that depends on a size packs a second copy.
+  bool sizes_vary() const {
+    return shared_ != nullptr;
+  }
   // Bytes of all the graph's constants, as stored in the program.
   size_t constant_bytes() const {
     return constant_bytes_;

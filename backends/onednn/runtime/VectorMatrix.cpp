@@ -21,6 +21,14 @@ namespace {
 
 constexpr size_t kBlock = kVectorMatrixBlock;
 
+// Where the 16 columns of block `block` start in the packed weights; their rows are packed_width apart.
+template <typename Weight>
+const Weight* block_start(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t block) {
+  const size_t per_packed = shape.packed_width / kBlock;
+  return static_cast<const Weight*>(operands.packed_weights) +
+         (block / per_packed) * shape.padded_k() * shape.packed_width + (block % per_packed) * kBlock;
+}
+
 template <typename Weight>
 float row_value(const VectorMatrixOperands& operands, size_t k) {
   if constexpr (std::is_same_v<Weight, uint16_t>) {
@@ -80,19 +88,21 @@ ODNN_AVX512 void store_block_avx512(
 template <typename Weight>
 ODNN_AVX512 void blocks_avx512(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
-  const size_t stride = shape.padded_k() * kBlock; // values per block
+  const size_t row_stride = shape.packed_width;
   size_t block = begin;
   for (; block + 4 <= end; block += 4) {
-    const Weight* w = weights + block * stride;
+    const Weight* w0 = block_start<Weight>(shape, operands, block);
+    const Weight* w1 = block_start<Weight>(shape, operands, block + 1);
+    const Weight* w2 = block_start<Weight>(shape, operands, block + 2);
+    const Weight* w3 = block_start<Weight>(shape, operands, block + 3);
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
       const __m512 x = _mm512_set1_ps(row_value<Weight>(operands, k));
-      const Weight* at = w + k * kBlock;
-      s0 = _mm512_fmadd_ps(x, load16(at), s0);
-      s1 = _mm512_fmadd_ps(x, load16(at + stride), s1);
-      s2 = _mm512_fmadd_ps(x, load16(at + 2 * stride), s2);
-      s3 = _mm512_fmadd_ps(x, load16(at + 3 * stride), s3);
+      const size_t at = k * row_stride;
+      s0 = _mm512_fmadd_ps(x, load16(w0 + at), s0);
+      s1 = _mm512_fmadd_ps(x, load16(w1 + at), s1);
+      s2 = _mm512_fmadd_ps(x, load16(w2 + at), s2);
+      s3 = _mm512_fmadd_ps(x, load16(w3 + at), s3);
     }
     store_block_avx512(shape, s0, operands, block);
     store_block_avx512(shape, s1, operands, block + 1);
@@ -100,10 +110,10 @@ ODNN_AVX512 void blocks_avx512(
     store_block_avx512(shape, s3, operands, block + 3);
   }
   for (; block < end; ++block) {
-    const Weight* w = weights + block * stride;
+    const Weight* w = block_start<Weight>(shape, operands, block);
     __m512 sum = _mm512_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(row_value<Weight>(operands, k)), load16(w + k * kBlock), sum);
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(row_value<Weight>(operands, k)), load16(w + k * row_stride), sum);
     }
     store_block_avx512(shape, sum, operands, block);
   }
@@ -131,30 +141,30 @@ ODNN_AVX2 void store_block_avx2(
 template <typename Weight>
 ODNN_AVX2 void blocks_avx2(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
-  const size_t stride = shape.padded_k() * kBlock;
+  const size_t row_stride = shape.packed_width;
   size_t block = begin;
   for (; block + 2 <= end; block += 2) {
-    const Weight* w = weights + block * stride;
+    const Weight* w0 = block_start<Weight>(shape, operands, block);
+    const Weight* w1 = block_start<Weight>(shape, operands, block + 1);
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
       const __m256 x = _mm256_set1_ps(row_value<Weight>(operands, k));
-      const Weight* at = w + k * kBlock;
-      s0 = _mm256_fmadd_ps(x, load8(at), s0);
-      s1 = _mm256_fmadd_ps(x, load8(at + 8), s1);
-      s2 = _mm256_fmadd_ps(x, load8(at + stride), s2);
-      s3 = _mm256_fmadd_ps(x, load8(at + stride + 8), s3);
+      const size_t at = k * row_stride;
+      s0 = _mm256_fmadd_ps(x, load8(w0 + at), s0);
+      s1 = _mm256_fmadd_ps(x, load8(w0 + at + 8), s1);
+      s2 = _mm256_fmadd_ps(x, load8(w1 + at), s2);
+      s3 = _mm256_fmadd_ps(x, load8(w1 + at + 8), s3);
     }
     store_block_avx2(shape, s0, s1, operands, block);
     store_block_avx2(shape, s2, s3, operands, block + 1);
   }
   if (block < end) {
-    const Weight* w = weights + block * stride;
+    const Weight* w = block_start<Weight>(shape, operands, block);
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     for (size_t k = 0; k < shape.k; ++k) {
       const __m256 x = _mm256_set1_ps(row_value<Weight>(operands, k));
-      s0 = _mm256_fmadd_ps(x, load8(w + k * kBlock), s0);
-      s1 = _mm256_fmadd_ps(x, load8(w + k * kBlock + 8), s1);
+      s0 = _mm256_fmadd_ps(x, load8(w + k * row_stride), s0);
+      s1 = _mm256_fmadd_ps(x, load8(w + k * row_stride + 8), s1);
     }
     store_block_avx2(shape, s0, s1, operands, block);
   }
@@ -163,14 +173,13 @@ ODNN_AVX2 void blocks_avx2(
 // Kept for completeness: the builder takes the host path only where AVX2 or AVX-512 runs.
 template <typename Weight>
 void blocks_scalar(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const auto* weights = static_cast<const Weight*>(operands.packed_weights);
-  const size_t stride = shape.padded_k() * kBlock;
   for (size_t block = begin; block < end; ++block) {
+    const Weight* weights = block_start<Weight>(shape, operands, block);
     float sums[kBlock] = {};
     for (size_t k = 0; k < shape.k; ++k) {
       const float x = row_value<Weight>(operands, k);
       for (size_t c = 0; c < kBlock; ++c) {
-        const Weight w = weights[block * stride + k * kBlock + c];
+        const Weight w = weights[k * shape.packed_width + c];
         if constexpr (std::is_same_v<Weight, uint16_t>) {
           sums[c] += x * from_bf16_bits(w);
         } else {

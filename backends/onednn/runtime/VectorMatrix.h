@@ -6,9 +6,11 @@
 // decode shapes: f32 14-15 against 26-28 GB/s through `brg_matmul:avx2`, its only f32 kernel for M = 1
 // even on AVX-512; bf16 10-18 against 20-28 GB/s through `brg_matmul:avx512_core_bf16`; BENCHMARKS.md).
 //
-// The weights are oneDNN's BA16a16b layout of [K, N] (a reorder made once at init): column blocks of
-// 16, each block K rows of 16 contiguous values, K padded with zeros to a multiple of 16. Each thread
-// takes whole blocks; within a block the sum runs over k in order, one f32 accumulator per column. In
+// The weights are oneDNN's BA16a<W>b layout of [K, N] (a reorder made once at init): column blocks of
+// W (packed_width: 16, or the wider blocks oneDNN packs a program's several-row matmuls in, which a
+// dynamic program's one-row graphs then share), each block K rows of W contiguous values, K padded
+// with zeros to a multiple of 16. The kernels work in blocks of 16 columns; each thread takes whole
+// ones; within a block the sum runs over k in order, one f32 accumulator per column. In
 // bf16 the row and the weights are bf16, the sums f32; a bf16 result is rounded to nearest even at the
 // end, as oneDNN's bf16 matmul does. The bias is f32 either way.
 #pragma once
@@ -19,14 +21,15 @@
 
 namespace executorch::backends::onednn {
 
-constexpr size_t kVectorMatrixBlock = 16; // columns per block of the packed weights
+constexpr size_t kVectorMatrixBlock = 16; // columns per block the kernels compute
 
 struct VectorMatrixShape {
-  RowIsa isa = RowIsa::scalar; // avx2 or avx512: the host path is taken only with one of them
-  size_t k = 0;                // the row's length, the weights' rows
-  size_t n = 0;                // the weights' columns, the result's length
-  bool bf16 = false;           // row and weights in bf16
-  bool dst_bf16 = false;       // the result in bf16
+  RowIsa isa = RowIsa::scalar;              // avx2 or avx512: the host path is taken only with one of them
+  size_t k = 0;                             // the row's length, the weights' rows
+  size_t n = 0;                             // the weights' columns, the result's length
+  bool bf16 = false;                        // row and weights in bf16
+  bool dst_bf16 = false;                    // the result in bf16
+  size_t packed_width = kVectorMatrixBlock; // columns per block of the packed weights, a multiple of 16
   size_t blocks() const {
     return (n + kVectorMatrixBlock - 1) / kVectorMatrixBlock;
   }
@@ -37,7 +40,7 @@ struct VectorMatrixShape {
 
 struct VectorMatrixOperands {
   const void* row = nullptr;            // k values
-  const void* packed_weights = nullptr; // BA16a16b
+  const void* packed_weights = nullptr; // BA16a<packed_width>b
   const float* bias = nullptr;          // n values, or none
   void* dst = nullptr;                  // n values
 };

@@ -8,6 +8,10 @@ matmul."""
 
 from __future__ import annotations
 
+import platform
+import re
+from pathlib import Path
+
 import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner, effective_isa
@@ -120,3 +124,84 @@ def test_one_bf16_row_runs_on_the_host(name: str) -> None:
     problem = mismatch(name, outputs, expected, 5e-2)
     assert problem is None, f"{problem}\n{describe(trace)}"
     assert not _matmuls(trace), describe(trace)
+
+
+def _anonymous_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no RssAnon in /proc/self/status")
+
+
+def _rows_in_turn(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[float]]:
+    """Each input through one loaded program, and the process's anonymous memory (MiB) after each."""
+    import executorch.backends.onednn  # noqa: F401  (registers OneDnnBackend in this process)
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(buffer).load_method("forward")
+    outputs, memory = [], []
+    for x in inputs:
+        outputs.append(method.execute([x])[0])
+        memory.append(_anonymous_mib())
+    return outputs, memory
+
+
+class Projection(nn.Module):
+    def __init__(self, k: int, n: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(k, n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x)
+
+
+def test_a_dynamic_programs_one_row_shares_the_packed_weights_of_its_other_sizes() -> None:
+    # A prompt of 2 rows, a longer one and a decode step's one row: each right, and the graphs built
+    # for them after the first hold no second copy of the weights (a 32 MiB f32 matrix).
+    from tester import in_worker
+
+    torch.manual_seed(0)
+    model = Projection(1024, 8192).eval()
+    rows = torch.export.Dim("rows", min=1, max=64)
+    lowered = lower(model, (torch.randn(1, 8, 1024),), dynamic_shapes=({1: rows},))
+    assert lowered.delegate_calls == 1, lowered.describe()
+    inputs = [torch.randn(1, count, 1024) for count in (40, 2, 1, 3, 1)]
+    outputs, memory = in_worker(_rows_in_turn, lowered.buffer, inputs)  # type: ignore[misc]
+    with torch.no_grad():
+        for x, got in zip(inputs, outputs, strict=True):
+            problem = mismatch(f"{x.shape[1]} rows", [got], [model(x)], DEFAULT_TOLERANCE)
+            assert problem is None, problem
+    growth = memory[-1] - memory[0]
+    assert growth < 16, f"anonymous memory grew by {growth:.1f} MiB over the sizes after the first: {memory}"
+
+
+def _file_pages_after_load(path: str) -> float:
+    """RssFile (MiB) gained by loading the program at `path` (mapped by ExecuTorch's loader, and locked)."""
+    import executorch.backends.onednn  # noqa: F401  (registers OneDnnBackend in this process)
+    from executorch.runtime import Runtime
+
+    def file_mib() -> float:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssFile:"))
+
+    before = file_mib()
+    method = Runtime.get().load_program(path).load_method("forward")
+    gained = file_mib() - before
+    method.execute([torch.randn(1, 3, 1024)])
+    return gained
+
+
+def test_a_dynamic_program_hands_back_the_pages_of_the_weights_it_packed(tmp_path: Path) -> None:
+    # It keeps them to pack again for a size that wants another layout, but not resident (MADV_PAGEOUT,
+    # Linux 5.4): loaded from a file, the 32 MiB matrix is held once, packed, as in a static program.
+    from tester import in_worker
+
+    if tuple(int(part) for part in re.findall(r"\d+", platform.release())[:2]) < (5, 4):
+        pytest.skip(f"MADV_PAGEOUT needs Linux 5.4; this kernel is {platform.release()}")
+    rows = torch.export.Dim("rows", min=1, max=64)
+    lowered = lower(Projection(1024, 8192), (torch.randn(1, 8, 1024),), dynamic_shapes=({1: rows},))
+    path = tmp_path / "projection.pte"
+    path.write_bytes(lowered.buffer)
+    gained = in_worker(_file_pages_after_load, str(path))
+    assert gained < 16, f"the program's pages hold {gained:.1f} MiB after init"

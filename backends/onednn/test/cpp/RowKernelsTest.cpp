@@ -288,13 +288,14 @@ TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
   }
 }
 
-// weights [k][n] -> oneDNN's BA16a16b: blocks of 16 columns, each k rows padded to a multiple of 16.
+// weights [k][n] -> oneDNN's BA16a<W>b (W = shape.packed_width): blocks of W columns, each k rows padded
+// to a multiple of 16, the columns past n zero.
 std::vector<float> pack_columns(const std::vector<float>& weights, const VectorMatrixShape& shape) {
-  std::vector<float> packed(shape.blocks() * shape.padded_k() * kVectorMatrixBlock, 0.0f);
+  const size_t width = shape.packed_width, packed_blocks = (shape.n + width - 1) / width;
+  std::vector<float> packed(packed_blocks * shape.padded_k() * width, 0.0f);
   for (size_t k = 0; k < shape.k; ++k) {
     for (size_t c = 0; c < shape.n; ++c) {
-      const size_t block = c / kVectorMatrixBlock;
-      packed[(block * shape.padded_k() + k) * kVectorMatrixBlock + c % kVectorMatrixBlock] = weights[k * shape.n + c];
+      packed[(c / width * shape.padded_k() + k) * width + c % width] = weights[k * shape.n + c];
     }
   }
   return packed;
@@ -307,44 +308,49 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
   for (const RowIsa isa : runnable_isas()) {
     for (const bool bf16 : {false, true}) {
       for (const auto& [k, n] : sizes) {
-        for (const bool has_bias : {false, true}) {
-          VectorMatrixShape shape;
-          shape.isa = isa;
-          shape.k = k;
-          shape.n = n;
-          shape.bf16 = shape.dst_bf16 = bf16;
-          std::vector<float> row_values(k), weight_values(k * n), bias(n);
-          for (float& v : row_values)
-            v = uniform(generator);
-          for (float& v : weight_values)
-            v = uniform(generator);
-          for (float& v : bias)
-            v = uniform(generator);
-          const Row row(bf16, row_values);
-          const Row weights(bf16, weight_values);
-          const Row packed(bf16, pack_columns(weights.values(), shape));
-          const std::vector<float> x = row.values(), w = weights.values();
-          // The threads' split points fall anywhere, also inside a group the kernel takes together.
-          for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
-            Row dst(bf16, std::vector<float>(n + 1, -7.0f)); // one value more: it stays untouched
-            const VectorMatrixOperands operands{
-                row.bytes.data(), packed.bytes.data(), has_bias ? bias.data() : nullptr, dst.bytes.data()};
-            vector_times_matrix(shape, operands, 0, split);
-            vector_times_matrix(shape, operands, split, shape.blocks());
-            const std::vector<float> got = dst.values();
-            for (size_t c = 0; c < n; ++c) {
-              double want = has_bias ? bias[c] : 0.0, magnitude = std::fabs(want);
-              for (size_t i = 0; i < k; ++i) {
-                want += static_cast<double>(x[i]) * w[i * n + c];
-                magnitude += std::fabs(static_cast<double>(x[i]) * w[i * n + c]);
+        // Block widths: the kernels' own (16), and oneDNN's wider f32 ones a dynamic program shares.
+        for (const size_t packed_width : {size_t{16}, size_t{32}, size_t{64}}) {
+          for (const bool has_bias : {false, true}) {
+            VectorMatrixShape shape;
+            shape.isa = isa;
+            shape.k = k;
+            shape.n = n;
+            shape.bf16 = shape.dst_bf16 = bf16;
+            shape.packed_width = packed_width;
+            std::vector<float> row_values(k), weight_values(k * n), bias(n);
+            for (float& v : row_values)
+              v = uniform(generator);
+            for (float& v : weight_values)
+              v = uniform(generator);
+            for (float& v : bias)
+              v = uniform(generator);
+            const Row row(bf16, row_values);
+            const Row weights(bf16, weight_values);
+            const Row packed(bf16, pack_columns(weights.values(), shape));
+            const std::vector<float> x = row.values(), w = weights.values();
+            // The threads' split points fall anywhere, also inside a group the kernel takes together.
+            for (const size_t split : {size_t{0}, shape.blocks() / 3, shape.blocks()}) {
+              Row dst(bf16, std::vector<float>(n + 1, -7.0f)); // one value more: it stays untouched
+              const VectorMatrixOperands operands{
+                  row.bytes.data(), packed.bytes.data(), has_bias ? bias.data() : nullptr, dst.bytes.data()};
+              vector_times_matrix(shape, operands, 0, split);
+              vector_times_matrix(shape, operands, split, shape.blocks());
+              const std::vector<float> got = dst.values();
+              for (size_t c = 0; c < n; ++c) {
+                double want = has_bias ? bias[c] : 0.0, magnitude = std::fabs(want);
+                for (size_t i = 0; i < k; ++i) {
+                  want += static_cast<double>(x[i]) * w[i * n + c];
+                  magnitude += std::fabs(static_cast<double>(x[i]) * w[i * n + c]);
+                }
+                // bf16: the f32 sum's one rounding to 8 bits of mantissa.
+                const double tolerance =
+                    bf16 ? 4e-3 * std::fabs(want) + 1e-6 * (1.0 + magnitude) : 1e-6 * (1.0 + magnitude);
+                EXPECT_NEAR(got[c], want, tolerance)
+                    << name(isa) << (bf16 ? " bf16" : " f32") << " k " << k << " n " << n << " width " << packed_width
+                    << " column " << c << " split " << split;
               }
-              // bf16: the f32 sum's one rounding to 8 bits of mantissa.
-              const double tolerance =
-                  bf16 ? 4e-3 * std::fabs(want) + 1e-6 * (1.0 + magnitude) : 1e-6 * (1.0 + magnitude);
-              EXPECT_NEAR(got[c], want, tolerance) << name(isa) << (bf16 ? " bf16" : " f32") << " k " << k << " n " << n
-                                                   << " column " << c << " split " << split;
+              EXPECT_EQ(got[n], -7.0f) << name(isa) << " k " << k << " n " << n << " wrote past the row";
             }
-            EXPECT_EQ(got[n], -7.0f) << name(isa) << " k " << k << " n " << n << " wrote past the row";
           }
         }
       }
