@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "HostLoops.h"
 
@@ -21,14 +22,6 @@ namespace {
 
 constexpr size_t kBlock = kVectorMatrixBlock;
 
-// Where the 16 columns of block `block` start in the packed weights; their rows are packed_width apart.
-template <typename Weight>
-const Weight* block_start(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t block) {
-  const size_t per_packed = shape.packed_width / kBlock;
-  return static_cast<const Weight*>(operands.packed_weights) +
-         (block / per_packed) * shape.padded_k() * shape.packed_width + (block % per_packed) * kBlock;
-}
-
 template <typename Weight>
 float row_value(const VectorMatrixOperands& operands, size_t k) {
   if constexpr (std::is_same_v<Weight, uint16_t>) {
@@ -36,6 +29,21 @@ float row_value(const VectorMatrixOperands& operands, size_t k) {
   } else {
     return static_cast<const float*>(operands.row)[k];
   }
+}
+
+// Where the 16 columns of block `block` start in the packed weights; their rows (pairs of rows) are
+// packed_width (2 * packed_width) values apart.
+template <typename Weight>
+const Weight* block_start(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t block) {
+  const size_t per_packed = shape.packed_width / kBlock, values_per_column = shape.paired_rows ? 2 : 1;
+  return static_cast<const Weight*>(operands.packed_weights) +
+         (block / per_packed) * shape.padded_k() * shape.packed_width +
+         (block % per_packed) * kBlock * values_per_column;
+}
+
+// Row values k and k + 1 (zero past the row's end), for the weights in pairs of rows.
+std::pair<float, float> row_pair(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t k) {
+  return {row_value<uint16_t>(operands, k), k + 1 < shape.k ? row_value<uint16_t>(operands, k + 1) : 0.0f};
 }
 
 // The columns of block `block` that exist (the last block may be partly padding).
@@ -191,8 +199,106 @@ void blocks_scalar(const VectorMatrixShape& shape, const VectorMatrixOperands& o
   }
 }
 
+// bf16 pairs (k even in the low half, k odd in the high half of each 32 bits) as two f32 vectors.
+ODNN_AVX512 std::pair<__m512, __m512> load16_pairs(const uint16_t* at) {
+  const __m512i pairs = _mm512_loadu_si512(at);
+  return {
+      _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)),
+      _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+}
+
+ODNN_AVX512 __m512 add_pair_avx512(const uint16_t* at, std::pair<float, float> x, __m512 sum) {
+  const auto [even, odd] = load16_pairs(at);
+  return _mm512_fmadd_ps(_mm512_set1_ps(x.second), odd, _mm512_fmadd_ps(_mm512_set1_ps(x.first), even, sum));
+}
+
+ODNN_AVX512 void paired_blocks_avx512(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  const size_t pair_stride = 2 * shape.packed_width;
+  size_t block = begin;
+  for (; block + 4 <= end; block += 4) {
+    const uint16_t* w0 = block_start<uint16_t>(shape, operands, block);
+    const uint16_t* w1 = block_start<uint16_t>(shape, operands, block + 1);
+    const uint16_t* w2 = block_start<uint16_t>(shape, operands, block + 2);
+    const uint16_t* w3 = block_start<uint16_t>(shape, operands, block + 3);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    for (size_t k = 0; k < shape.k; k += 2) {
+      const auto x = row_pair(shape, operands, k);
+      const size_t at = k / 2 * pair_stride;
+      s0 = add_pair_avx512(w0 + at, x, s0);
+      s1 = add_pair_avx512(w1 + at, x, s1);
+      s2 = add_pair_avx512(w2 + at, x, s2);
+      s3 = add_pair_avx512(w3 + at, x, s3);
+    }
+    store_block_avx512(shape, s0, operands, block);
+    store_block_avx512(shape, s1, operands, block + 1);
+    store_block_avx512(shape, s2, operands, block + 2);
+    store_block_avx512(shape, s3, operands, block + 3);
+  }
+  for (; block < end; ++block) {
+    const uint16_t* w = block_start<uint16_t>(shape, operands, block);
+    __m512 sum = _mm512_setzero_ps();
+    for (size_t k = 0; k < shape.k; k += 2) {
+      sum = add_pair_avx512(w + k / 2 * pair_stride, row_pair(shape, operands, k), sum);
+    }
+    store_block_avx512(shape, sum, operands, block);
+  }
+}
+
+// Eight columns' pairs.
+ODNN_AVX2 __m256 add_pair_avx2(const uint16_t* at, std::pair<float, float> x, __m256 sum) {
+  const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+  const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+  const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  return _mm256_fmadd_ps(_mm256_set1_ps(x.second), odd, _mm256_fmadd_ps(_mm256_set1_ps(x.first), even, sum));
+}
+
+ODNN_AVX2 void paired_blocks_avx2(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  const size_t pair_stride = 2 * shape.packed_width;
+  for (size_t block = begin; block < end; ++block) {
+    const uint16_t* w = block_start<uint16_t>(shape, operands, block);
+    __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+    for (size_t k = 0; k < shape.k; k += 2) {
+      const auto x = row_pair(shape, operands, k);
+      low = add_pair_avx2(w + k / 2 * pair_stride, x, low);
+      high = add_pair_avx2(w + k / 2 * pair_stride + 16, x, high);
+    }
+    store_block_avx2(shape, low, high, operands, block);
+  }
+}
+
+void paired_blocks_scalar(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  for (size_t block = begin; block < end; ++block) {
+    const uint16_t* weights = block_start<uint16_t>(shape, operands, block);
+    float sums[kBlock] = {};
+    for (size_t k = 0; k < shape.k; k += 2) {
+      const auto [even, odd] = row_pair(shape, operands, k);
+      const uint16_t* pairs = weights + k / 2 * 2 * shape.packed_width;
+      for (size_t c = 0; c < kBlock; ++c) {
+        sums[c] += even * from_bf16_bits(pairs[2 * c]);
+        sums[c] += odd * from_bf16_bits(pairs[2 * c + 1]);
+      }
+    }
+    store_columns(shape, operands, sums, block);
+  }
+}
+
 template <typename Weight>
 void blocks(const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  if constexpr (std::is_same_v<Weight, uint16_t>) {
+    if (shape.paired_rows) {
+      if (shape.isa == RowIsa::avx512) {
+        paired_blocks_avx512(shape, operands, begin, end);
+      } else if (shape.isa == RowIsa::avx2) {
+        paired_blocks_avx2(shape, operands, begin, end);
+      } else {
+        paired_blocks_scalar(shape, operands, begin, end);
+      }
+      return;
+    }
+  }
   if (shape.isa == RowIsa::avx512) {
     blocks_avx512<Weight>(shape, operands, begin, end);
   } else if (shape.isa == RowIsa::avx2) {

@@ -9,8 +9,10 @@
 // The weights are oneDNN's BA16a<W>b layout of [K, N] (a reorder made once at init): column blocks of
 // W (packed_width: 16, or the wider blocks oneDNN packs a program's several-row matmuls in, which a
 // dynamic program's one-row graphs then share), each block K rows of W contiguous values, K padded
-// with zeros to a multiple of 16. The kernels work in blocks of 16 columns; each thread takes whole
-// ones; within a block the sum runs over k in order, one f32 accumulator per column. In
+// with zeros to a multiple of 16. bf16 weights may instead come in pairs of rows (`paired_rows`:
+// oneDNN's BA16a<W>b2a, what its bf16 kernels pack for several rows): each block K / 2 rows of W
+// pairs (k even, k odd), K padded to a multiple of 32. The kernels work in blocks of 16 columns; each
+// thread takes whole ones; within a block the sum runs over k in order, one f32 accumulator per column. In
 // bf16 the row and the weights are bf16, the sums f32; a bf16 result is rounded to nearest even at the
 // end, as oneDNN's bf16 matmul does. The bias is f32 either way.
 #pragma once
@@ -30,17 +32,19 @@ struct VectorMatrixShape {
   bool bf16 = false;                        // row and weights in bf16
   bool dst_bf16 = false;                    // the result in bf16
   size_t packed_width = kVectorMatrixBlock; // columns per block of the packed weights, a multiple of 16
+  bool paired_rows = false;                 // bf16 only: BA16a<W>b2a
   size_t blocks() const {
     return (n + kVectorMatrixBlock - 1) / kVectorMatrixBlock;
   }
   size_t padded_k() const {
-    return (k + kVectorMatrixBlock - 1) / kVectorMatrixBlock * kVectorMatrixBlock;
+    const size_t multiple = paired_rows ? 2 * kVectorMatrixBlock : kVectorMatrixBlock;
+    return (k + multiple - 1) / multiple * multiple;
   }
 };
 
 struct VectorMatrixOperands {
   const void* row = nullptr;            // k values
-  const void* packed_weights = nullptr; // BA16a<packed_width>b
+  const void* packed_weights = nullptr; // BA16a<packed_width>b (or ...b2a)
   const float* bias = nullptr;          // n values, or none
   void* dst = nullptr;                  // n values
 };

@@ -289,13 +289,17 @@ TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
 }
 
 // weights [k][n] -> oneDNN's BA16a<W>b (W = shape.packed_width): blocks of W columns, each k rows padded
-// to a multiple of 16, the columns past n zero.
+// to a multiple of 16, the columns past n zero; with paired_rows BA16a<W>b2a: each block k / 2 rows of
+// W pairs (row 2i, row 2i + 1), k padded to a multiple of 32.
 std::vector<float> pack_columns(const std::vector<float>& weights, const VectorMatrixShape& shape) {
   const size_t width = shape.packed_width, packed_blocks = (shape.n + width - 1) / width;
   std::vector<float> packed(packed_blocks * shape.padded_k() * width, 0.0f);
   for (size_t k = 0; k < shape.k; ++k) {
     for (size_t c = 0; c < shape.n; ++c) {
-      packed[(c / width * shape.padded_k() + k) * width + c % width] = weights[k * shape.n + c];
+      const size_t block = c / width * shape.padded_k() * width;
+      const size_t at =
+          shape.paired_rows ? block + (k / 2 * width + c % width) * 2 + k % 2 : block + k * width + c % width;
+      packed[at] = weights[k * shape.n + c];
     }
   }
   return packed;
@@ -308,8 +312,13 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
   for (const RowIsa isa : runnable_isas()) {
     for (const bool bf16 : {false, true}) {
       for (const auto& [k, n] : sizes) {
-        // Block widths: the kernels' own (16), and oneDNN's wider f32 ones a dynamic program shares.
-        for (const size_t packed_width : {size_t{16}, size_t{32}, size_t{64}}) {
+        // Layouts: the kernels' own (16 columns), and the wider ones a dynamic program shares with oneDNN's
+        // several-row kernels (bf16: also in pairs of rows, as for AMX).
+        for (const auto [packed_width, paired_rows] :
+             std::vector<std::pair<size_t, bool>>{{16, false}, {32, false}, {64, false}, {32, true}, {64, true}}) {
+          if (paired_rows && !bf16) {
+            continue;
+          }
           for (const bool has_bias : {false, true}) {
             VectorMatrixShape shape;
             shape.isa = isa;
@@ -317,6 +326,7 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
             shape.n = n;
             shape.bf16 = shape.dst_bf16 = bf16;
             shape.packed_width = packed_width;
+            shape.paired_rows = paired_rows;
             std::vector<float> row_values(k), weight_values(k * n), bias(n);
             for (float& v : row_values)
               v = uniform(generator);
