@@ -92,11 +92,11 @@ ODNN_AVX512 void store_block_avx512(
   _mm512_mask_storeu_ps(static_cast<float*>(operands.dst) + block * kBlock, mask, sum);
 }
 
-// Four blocks at a time: four independent weight streams and FMA chains per thread.
-template <typename Weight>
-ODNN_AVX512 void blocks_avx512(
-    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const size_t row_stride = shape.packed_width;
+// Blocks [begin, end), four at a time (four independent weight streams and FMA chains per thread).
+// `steps` adds one step of the sum (a row value, or a pair of them) for the 16 columns at `weights`.
+template <typename Weight, typename Steps>
+ODNN_AVX512 void walk_blocks_avx512(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end, Steps steps) {
   size_t block = begin;
   for (; block + 4 <= end; block += 4) {
     const Weight* w0 = block_start<Weight>(shape, operands, block);
@@ -104,13 +104,11 @@ ODNN_AVX512 void blocks_avx512(
     const Weight* w2 = block_start<Weight>(shape, operands, block + 2);
     const Weight* w3 = block_start<Weight>(shape, operands, block + 3);
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    for (size_t k = 0; k < shape.k; ++k) {
-      const __m512 x = _mm512_set1_ps(row_value<Weight>(operands, k));
-      const size_t at = k * row_stride;
-      s0 = _mm512_fmadd_ps(x, load16(w0 + at), s0);
-      s1 = _mm512_fmadd_ps(x, load16(w1 + at), s1);
-      s2 = _mm512_fmadd_ps(x, load16(w2 + at), s2);
-      s3 = _mm512_fmadd_ps(x, load16(w3 + at), s3);
+    for (size_t step = 0; step < steps.count; ++step) {
+      s0 = steps.add(w0, step, s0);
+      s1 = steps.add(w1, step, s1);
+      s2 = steps.add(w2, step, s2);
+      s3 = steps.add(w3, step, s3);
     }
     store_block_avx512(shape, s0, operands, block);
     store_block_avx512(shape, s1, operands, block + 1);
@@ -120,11 +118,54 @@ ODNN_AVX512 void blocks_avx512(
   for (; block < end; ++block) {
     const Weight* w = block_start<Weight>(shape, operands, block);
     __m512 sum = _mm512_setzero_ps();
-    for (size_t k = 0; k < shape.k; ++k) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(row_value<Weight>(operands, k)), load16(w + k * row_stride), sum);
+    for (size_t step = 0; step < steps.count; ++step) {
+      sum = steps.add(w, step, sum);
     }
     store_block_avx512(shape, sum, operands, block);
   }
+}
+
+// A step per row value: 16 weights of row k.
+template <typename Weight>
+struct RowSteps {
+  const VectorMatrixShape& shape;
+  const VectorMatrixOperands& operands;
+  size_t count = shape.k;
+  ODNN_AVX512 __m512 add(const Weight* weights, size_t k, __m512 sum) const {
+    return _mm512_fmadd_ps(
+        _mm512_set1_ps(row_value<Weight>(operands, k)), load16(weights + k * shape.packed_width), sum);
+  }
+};
+
+// bf16 pairs (k even in the low half, k odd in the high half of each 32 bits) as two f32 vectors.
+struct PairHalves {
+  __m512 even, odd;
+};
+
+ODNN_AVX512 PairHalves load16_pairs(const uint16_t* at) {
+  const __m512i pairs = _mm512_loadu_si512(at);
+  return {
+      _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)),
+      _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+}
+
+// A step per pair of row values: 16 pairs of weights of rows 2q and 2q + 1.
+struct PairSteps {
+  const VectorMatrixShape& shape;
+  const VectorMatrixOperands& operands;
+  size_t count = (shape.k + 1) / 2;
+  ODNN_AVX512 __m512 add(const uint16_t* weights, size_t pair, __m512 sum) const {
+    const PairHalves halves = load16_pairs(weights + pair * 2 * shape.packed_width);
+    const auto [x_even, x_odd] = row_pair(shape, operands, 2 * pair);
+    return _mm512_fmadd_ps(
+        _mm512_set1_ps(x_odd), halves.odd, _mm512_fmadd_ps(_mm512_set1_ps(x_even), halves.even, sum));
+  }
+};
+
+template <typename Weight>
+ODNN_AVX512 void blocks_avx512(
+    const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
+  walk_blocks_avx512<Weight>(shape, operands, begin, end, RowSteps<Weight>{shape, operands});
 }
 
 template <typename Weight>
@@ -199,50 +240,9 @@ void blocks_scalar(const VectorMatrixShape& shape, const VectorMatrixOperands& o
   }
 }
 
-// bf16 pairs (k even in the low half, k odd in the high half of each 32 bits) as two f32 vectors.
-ODNN_AVX512 std::pair<__m512, __m512> load16_pairs(const uint16_t* at) {
-  const __m512i pairs = _mm512_loadu_si512(at);
-  return {
-      _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)),
-      _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
-}
-
-ODNN_AVX512 __m512 add_pair_avx512(const uint16_t* at, std::pair<float, float> x, __m512 sum) {
-  const auto [even, odd] = load16_pairs(at);
-  return _mm512_fmadd_ps(_mm512_set1_ps(x.second), odd, _mm512_fmadd_ps(_mm512_set1_ps(x.first), even, sum));
-}
-
 ODNN_AVX512 void paired_blocks_avx512(
     const VectorMatrixShape& shape, const VectorMatrixOperands& operands, size_t begin, size_t end) {
-  const size_t pair_stride = 2 * shape.packed_width;
-  size_t block = begin;
-  for (; block + 4 <= end; block += 4) {
-    const uint16_t* w0 = block_start<uint16_t>(shape, operands, block);
-    const uint16_t* w1 = block_start<uint16_t>(shape, operands, block + 1);
-    const uint16_t* w2 = block_start<uint16_t>(shape, operands, block + 2);
-    const uint16_t* w3 = block_start<uint16_t>(shape, operands, block + 3);
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    for (size_t k = 0; k < shape.k; k += 2) {
-      const auto x = row_pair(shape, operands, k);
-      const size_t at = k / 2 * pair_stride;
-      s0 = add_pair_avx512(w0 + at, x, s0);
-      s1 = add_pair_avx512(w1 + at, x, s1);
-      s2 = add_pair_avx512(w2 + at, x, s2);
-      s3 = add_pair_avx512(w3 + at, x, s3);
-    }
-    store_block_avx512(shape, s0, operands, block);
-    store_block_avx512(shape, s1, operands, block + 1);
-    store_block_avx512(shape, s2, operands, block + 2);
-    store_block_avx512(shape, s3, operands, block + 3);
-  }
-  for (; block < end; ++block) {
-    const uint16_t* w = block_start<uint16_t>(shape, operands, block);
-    __m512 sum = _mm512_setzero_ps();
-    for (size_t k = 0; k < shape.k; k += 2) {
-      sum = add_pair_avx512(w + k / 2 * pair_stride, row_pair(shape, operands, k), sum);
-    }
-    store_block_avx512(shape, sum, operands, block);
-  }
+  walk_blocks_avx512<uint16_t>(shape, operands, begin, end, PairSteps{shape, operands});
 }
 
 // Eight columns' pairs.
