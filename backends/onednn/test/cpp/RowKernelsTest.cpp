@@ -314,7 +314,7 @@ TEST(VectorMatrix, MatchesADoubleReferenceForEverySplitOfTheBlocks) {
       for (const auto& [k, n] : sizes) {
         // Layouts: the kernels' own (16 columns), and the wider ones a dynamic program shares with oneDNN's
         // several-row kernels (bf16: also in pairs of rows, as for AMX).
-        for (const auto [packed_width, paired_rows] :
+        for (const auto& [packed_width, paired_rows] :
              std::vector<std::pair<size_t, bool>>{{16, false}, {32, false}, {64, false}, {32, true}, {64, true}}) {
           if (paired_rows && !bf16) {
             continue;
