@@ -16,7 +16,7 @@ import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner, effective_isa
 from support import Record, describe, execute_traced
-from tester import DEFAULT_TOLERANCE, lower, mismatch
+from tester import DEFAULT_TOLERANCE, in_worker, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
 
@@ -130,12 +130,13 @@ def test_one_bf16_row_runs_on_the_host(name: str) -> None:
     assert not _matmuls(trace), describe(trace)
 
 
-def _anonymous_mib() -> float:
+def _status_mib(field: str) -> float:
+    """A memory field of /proc/self/status (RssAnon, RssFile, ...), in MiB."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("RssAnon:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError("no RssAnon in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def _rows_in_turn(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[float]]:
@@ -147,7 +148,7 @@ def _rows_in_turn(buffer: bytes, inputs: list[torch.Tensor]) -> tuple[list[torch
     outputs, memory = [], []
     for x in inputs:
         outputs.append(method.execute([x])[0])
-        memory.append(_anonymous_mib())
+        memory.append(_status_mib("RssAnon"))
     return outputs, memory
 
 
@@ -164,8 +165,6 @@ class Projection(nn.Module):
 def test_a_dynamic_programs_one_row_shares_the_packed_weights_of_its_other_sizes(precision: str) -> None:
     # A prompt of 2 rows, a longer one and a decode step's one row: each right, and the graphs built
     # for them after the first hold no second copy of the weights (a 32 MiB f32 matrix, 16 in bf16).
-    from tester import in_worker
-
     if precision == "bf16" and not _bf16_compute_runs():
         pytest.skip(f"bf16 compute needs AVX512-BF16, AVX2-VNNI-2 or AMX; oneDNN runs {effective_isa()} here")
     torch.manual_seed(0)
@@ -190,13 +189,9 @@ def _file_pages_after_load(path: str) -> float:
     import executorch.backends.onednn  # noqa: F401  (registers OneDnnBackend in this process)
     from executorch.runtime import Runtime
 
-    def file_mib() -> float:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssFile:"))
-
-    before = file_mib()
+    before = _status_mib("RssFile")
     method = Runtime.get().load_program(path).load_method("forward")
-    gained = file_mib() - before
+    gained = _status_mib("RssFile") - before
     method.execute([torch.randn(1, 3, 1024)])
     return gained
 
@@ -204,8 +199,6 @@ def _file_pages_after_load(path: str) -> float:
 def test_a_dynamic_program_hands_back_the_pages_of_the_weights_it_packed(tmp_path: Path) -> None:
     # It keeps them to pack again for a size that wants another layout, but not resident (MADV_PAGEOUT,
     # Linux 5.4): loaded from a file, the 32 MiB matrix is held once, packed, as in a static program.
-    from tester import in_worker
-
     if tuple(int(part) for part in re.findall(r"\d+", platform.release())[:2]) < (5, 4):
         pytest.skip(f"MADV_PAGEOUT needs Linux 5.4; this kernel is {platform.release()}")
     rows = torch.export.Dim("rows", min=1, max=64)
