@@ -208,11 +208,13 @@ INT4_PRODUCTS = ("fast", "exact")
 def set_int4_products(products: str) -> None:
     """How several rows that a program quantizes to int8 (an 8da4w model's prompt) multiply its int4
     weights on CPUs with AMX (the backend option "int4_products", read when a program is loaded).
-    "fast" (the default) runs AMX's bf16 unit on the quantized rows less their zero points, exact in
-    bf16, and on the weights times their group scales rounded to bf16 (relative error 2^-9 at most,
-    against int4's step of 1/15 of a group's range): 1.5-1.9x the speed of "exact" at group 32.
-    "exact" sums the int8 products in int32, as torchao's reference and the one-row (decode) kernels
-    do. One row at a time, and every row on CPUs without AMX, is exact (README, "LLMs")."""
+    "fast" (the default) runs AMX's int8 unit on the weights widened to int8 on one scale per output
+    column, a block of columns at a time (each weight within 1/16 of the int4 step of its column's
+    widest group), where the input features are a multiple of 64 and the groups of 32, 64, 128...;
+    elsewhere AMX's bf16 unit on the weights times their group scales rounded to bf16 (2^-9 of each).
+    "exact" sums the int8 x int4 products in int32, as torchao's reference and the one-row (decode)
+    kernels do, at 0.3-0.5x the speed. One row at a time, and every row on CPUs without AMX, is exact
+    (README, "LLMs")."""
     if products not in INT4_PRODUCTS:
         raise ValueError(f"set_int4_products expects one of {INT4_PRODUCTS}, got {products!r}")
     library = load_runtime()

@@ -444,6 +444,7 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::Int4FloatVectorMatrix:
     case HostLoop::Kind::Int8FloatVectorMatrix:
     case HostLoop::Kind::ZeroPointTerms:
+    case HostLoop::Kind::WidenedInt4Matmul:
       return run_affine_step(step, source, target, aux);
     case HostLoop::Kind::Interleave: {
       std::vector<const uint8_t*> pieces{static_cast<const uint8_t*>(source), static_cast<const uint8_t*>(aux)};
@@ -546,9 +547,22 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       const auto* terms = static_cast<const float*>(step.host_sources[0].get_data_handle());
       split(loop.extent, [&](size_t begin, size_t end) {
         subtract_zero_point_terms(
-            static_cast<float*>(target), rows, loop.extent, scales, zero_points, terms, begin, end);
+            static_cast<float*>(target), rows, loop.extent, scales, zero_points, loop.value, terms, begin, end);
       });
       return Error::Ok;
+    }
+    case HostLoop::Kind::WidenedInt4Matmul: {
+      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
+      WidenedInt4Operands operands;
+      operands.q = static_cast<const int8_t*>(source);
+      operands.row_scales = scales;
+      operands.weights = static_cast<const uint8_t*>(handle(0));
+      operands.scales = static_cast<const float*>(handle(1));
+      operands.column_scales = static_cast<const float*>(handle(2));
+      operands.scratch = static_cast<uint8_t*>(handle(3));
+      operands.bias = loop.widened_primitives->bias ? static_cast<const float*>(handle(4)) : nullptr;
+      operands.dst = static_cast<float*>(target);
+      return widened_int4_matmul(loop.widened, *loop.widened_primitives, operands);
     }
     case HostLoop::Kind::Int4VectorMatrix: {
       const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };

@@ -6,7 +6,11 @@
 // asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
 //
 //   quantize_rows, s4, no zero points, one row  the int8-row host kernel (Int4VectorMatrix.h)
-//   ... several rows, AMX, products "fast"      oneDNN's AMX bf16 matmul of the quantized rows less
+//   ... several rows, AMX, products "fast"      the weights widened to s8 on a scale per column, a
+//                                               block of columns at a time, for oneDNN's AMX s8 x s8
+//                                               matmul (WidenedInt4Matmul.h), the rows' zero points
+//                                               taken off after; K a multiple of 64, groups of 32n
+//   ... other K or groups                       oneDNN's AMX bf16 matmul of the quantized rows less
 //                                               their zero points (exact in bf16) by the weights
 //                                               dequantized to bf16, each row's scale a post-op
 //   ... several rows, AMX, products "exact"     oneDNN's AMX s8 x s4 matmul with per-row src scales,
@@ -24,12 +28,15 @@
 #include <atomic>
 #include <vector>
 
+#include <oneapi/dnnl/dnnl_threadpool.h>
+
 #include "CpuIsa.h"
 #include "HostLoops.h"
 #include "InitError.h"
 #include "Int8VectorMatrix.h"
 #include "StepBuilders.h"
 #include "Threading.h"
+#include "WidenedInt4Matmul.h"
 
 namespace executorch::backends::onednn {
 
@@ -250,6 +257,69 @@ void add_weights_matmul(
   }
 }
 
+// The grid of each column for widening the weights to s8 (Int4Widening.h), or none where a group
+// scale is NaN or infinite (the other paths propagate it).
+std::vector<float> widened_column_scales(GraphBuilder& graph, const CompressedOperands& op) {
+  const auto groups = static_cast<size_t>(op.k / op.group);
+  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+  std::vector<float> column_scales(static_cast<size_t>(op.n));
+  for (size_t r = 0; r < column_scales.size(); ++r) {
+    if (!widened_column_scale(scales + r * groups, groups, &column_scales[r])) {
+      return {};
+    }
+  }
+  return column_scales;
+}
+
+// The quantized rows times the weights widened to s8 on their column scales, for oneDNN's s8 x s8
+// matmul (WidenedInt4Matmul.h), the rows' zero points taken off after.
+void add_widened_matmul(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    const CompressedOperands& op,
+    const QuantizedRows& quantized,
+    const std::vector<float>& column_scales,
+    BufferId dst) {
+  WidenedInt4Shape shape;
+  shape.rows = static_cast<size_t>(op.rows);
+  shape.k = static_cast<size_t>(op.k);
+  shape.n = static_cast<size_t>(op.n);
+  shape.group = static_cast<size_t>(op.group);
+  shape.avx512 = true; // the caller checked (widens_int4)
+  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+  int threads = 1;
+  dnnl_threadpool_interop_get_max_concurrency(&threads);
+  const bool bias = step.has_input(3);
+  std::shared_ptr<const WidenedInt4Primitives> primitives =
+      make_widened_int4_primitives(graph.engine(), shape, bias, threads);
+  std::vector<float> terms(shape.n);
+  const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
+  parallel_chunks(terms.size(), 256, [&](size_t begin, size_t end) {
+    widened_int4_terms(shape, weights, scales, column_scales.data(), terms.data(), begin, end);
+  });
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::WidenedInt4Matmul;
+  loop.outer = shape.rows;
+  loop.widened = shape;
+  loop.widened_primitives = primitives;
+  std::vector<BufferId> more{
+      graph.input(op.weights, graph.plain(op.weights)),
+      graph.plain_input(op.scales),
+      graph.owned_constant(plain_desc({op.n}), column_scales.data()),
+      graph.scratch(plain_desc({static_cast<int64_t>(widened_int4_scratch_bytes(shape, *primitives))}, DataType::u8))};
+  if (bias) {
+    more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
+  }
+  graph.add_host_loop(loop, dst, quantized.q, quantized.params, more);
+  HostLoop zero_points;
+  zero_points.kind = HostLoop::Kind::ZeroPointTerms;
+  zero_points.outer = shape.rows;
+  zero_points.extent = shape.n;
+  zero_points.value = 128.0f; // the matmul's rows are q + 128
+  graph.add_host_loop(
+      zero_points, dst, kNoBuffer, quantized.params, {graph.owned_constant(plain_desc({op.n}), terms.data())});
+}
+
 // The host kernel for f32 rows takes int4 zero points only (in [-8, 7]).
 bool zero_points_fit_int4(GraphBuilder& graph, const CompressedOperands& op) {
   if (op.zero_points == kNoValue) {
@@ -275,13 +345,22 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   shape.n = static_cast<size_t>(op.n);
   shape.k = static_cast<size_t>(op.k);
   shape.group = static_cast<size_t>(op.group);
+  // Several rows on the "fast" setting widen the weights to s8 where oneDNN's s8 x s8 matmul sums in
+  // int32 (AMX, or VNNI) and the AVX-512 widening takes the shape.
+  const bool widens_int4 = int8_rows && op.rows > 1 && graph.settings().int4_products == Int4Products::fast &&
+                           shape.vnni && shape.isa == RowIsa::avx512 && op.k % 64 == 0 && op.group % 32 == 0;
+  const std::vector<float> column_scales = widens_int4 ? widened_column_scales(graph, op) : std::vector<float>();
 
-  if (int8_rows && (op.rows == 1 || has_amx())) {
+  if (int8_rows && (op.rows == 1 || has_amx() || !column_scales.empty())) {
     const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
     const QuantizedRows quantized = add_row_quantization(graph, op, rows);
     const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
     const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
+    if (!column_scales.empty()) {
+      add_widened_matmul(step, graph, op, quantized, column_scales, dst);
+      return;
+    }
     if (op.rows > 1 && graph.settings().int4_products == Int4Products::fast) {
       HostLoop loop;
       loop.kind = HostLoop::Kind::CenterRowsAffine;

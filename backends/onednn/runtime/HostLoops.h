@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "CachedAttention.h"
 #include "IndexKernels.h"
@@ -17,6 +18,7 @@
 #include "NanKernels.h"
 #include "RowKernels.h"
 #include "VectorMatrix.h"
+#include "WidenedInt4Matmul.h"
 #include "Winograd.h"
 
 namespace executorch::backends::onednn {
@@ -67,8 +69,13 @@ struct HostLoop {
     // [outer, inner bytes], side by side: a concat whose pieces are a few bytes each (a rotary
     // embedding's pairs), which oneDNN's concat copies one element at a time.
     Interleave,
-    ZeroPointTerms,  // dst [outer, extent] -= scale * zero point of its row (aux, as above) * terms[column]
-                     // (the first more source), in place
+    // dst [outer, n] = the quantized rows in src (aux: their scales) plus 128 times int4 weights widened
+    // to s8 (WidenedInt4Matmul.h), zero points ignored (a ZeroPointTerms loop follows); the more sources
+    // are the weights, their group scales, the column scales, the scratch and the bias when the
+    // primitives take one.
+    WidenedInt4Matmul,
+    ZeroPointTerms,  // dst [outer, extent] -= scale * (zero point of its row (aux, as above) + value) *
+                     // terms[column] (the first more source), in place
     CachedAttention, // dst = the cached attention (CachedAttention.h) of the queries in src over the keys
                      // and values in the more sources, from the start position in aux (one int64)
   };
@@ -103,6 +110,8 @@ struct HostLoop {
   bool int4_bias = false;                // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
   CachedAttentionShape cached_attention; // CachedAttention
+  WidenedInt4Shape widened;              // WidenedInt4Matmul
+  std::shared_ptr<const WidenedInt4Primitives> widened_primitives;
 };
 
 // Rows [begin, end) of an Interleave loop: row r of each of the `count` pieces, `bytes` each, side by

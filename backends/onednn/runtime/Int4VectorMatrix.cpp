@@ -634,11 +634,12 @@ void subtract_zero_point_terms(
     size_t n,
     const float* row_scales,
     const int32_t* zero_points,
+    float zero_point_offset,
     const float* terms,
     size_t begin,
     size_t end) {
   for (size_t m = begin; m < end && m < rows; ++m) {
-    const float factor = row_scales[m] * static_cast<float>(zero_points[m]);
+    const float factor = row_scales[m] * (static_cast<float>(zero_points[m]) + zero_point_offset);
     float* out = dst + m * n;
     for (size_t r = 0; r < n; ++r) {
       out[r] -= factor * terms[r];

@@ -81,14 +81,16 @@ void int4_column_terms(
 // the row rearranged for its kernel in a buffer of its own, allocated on its first call.
 void int4_vector_matrix(const Int4MatrixShape& shape, const Int4RowOperands& operands, size_t begin, size_t end);
 
-// dst[m, r] -= (row_scales[m] * float(zero_points[m])) * terms[r] for rows m in [begin, end) of a
-// [rows, n] result: the zero points' share, after a matmul of the quantized rows that ignored them.
+// dst[m, r] -= (row_scales[m] * (float(zero_points[m]) + zero_point_offset)) * terms[r] for rows m in
+// [begin, end) of a [rows, n] result: the zero points' share, after a matmul of the quantized rows
+// (shifted by the offset) that ignored them.
 void subtract_zero_point_terms(
     float* dst,
     size_t rows,
     size_t n,
     const float* row_scales,
     const int32_t* zero_points,
+    float zero_point_offset,
     const float* terms,
     size_t begin,
     size_t end);

@@ -47,10 +47,12 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph);
 
 // The backend option "int4_products" (int, read when a program is loaded): how several rows that a
 // program quantizes to int8 (8da4w's prompt) multiply int4 weights on CPUs with AMX. `fast` runs AMX's
-// bf16 unit on the quantized rows less their zero points (exact in bf16) and the weights times their
-// group scales rounded to bf16 (a relative 2^-9 at most); `exact` sums the int8 products in int32, as
-// torchao's reference and the one-row kernels do, at about 0.5-0.65x the speed at group 32. Without
-// AMX every row is exact.
+// int8 unit on the weights widened to s8 on a grid per column (each weight within 0.502 of its
+// column's step, 1/16 of the int4 step of the column's widest group: WidenedInt4Matmul.h) where K is a
+// multiple of 64 and groups hold 32n values, else AMX's bf16 unit on the quantized rows less their zero
+// points (exact in bf16) and the weights times their group scales rounded to bf16 (2^-9 at most);
+// `exact` sums the int8 products in int32, as torchao's reference and the one-row kernels do, at about
+// 0.3-0.5x the widened speed at group 32. Without AMX every row is exact.
 inline constexpr char kInt4ProductsOption[] = "int4_products";
 enum class Int4Products : int { fast = 0, exact = 1 };
 void set_int4_products(Int4Products products) noexcept;

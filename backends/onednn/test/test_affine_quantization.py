@@ -8,9 +8,10 @@ computes.
 The eager module quantizes each activation row to int8 and multiplies by the dequantized weights in f32;
 the delegate quantizes the rows the same way (bit for bit) and sums the int4 x int8 products exactly per
 group, so the two differ by f32 rounding only: 1e-5 of the output's magnitude. On CPUs with AMX several
-quantized rows at once run AMX's bf16 products by default (`set_int4_products("fast")`), which round
-each weight times its group scale to bf16: the tests here load their programs on "exact", but for the
-one on that setting."""
+quantized rows at once, on AVX-512 with VNNI or AMX, run int8 products on the weights widened to s8 per
+column by default (`set_int4_products("fast")`; on AMX, bf16 products where K is not a multiple of 64),
+which round each weight: the tests here load their programs on "exact", but for the one on that
+setting."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from tester import lower
 from torch import nn
 
 TOLERANCE = 1e-5
+# Where "fast" widens int4 weights to s8 for several quantized rows: AVX-512 with VNNI, or AMX.
+WIDENING_ISAS = frozenset({"avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"})
 IN_FEATURES, OUT_FEATURES = 128, 48
 
 
@@ -32,7 +35,7 @@ def execute(buffer: bytes, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]
     return execute_with_int4_products(buffer, inputs, "exact")
 
 
-def quantized_linear(mode: str, group: int = 32, bias: bool = True) -> nn.Module:
+def quantized_linear(mode: str, group: int = 32, bias: bool = True, in_features: int = IN_FEATURES) -> nn.Module:
     from torchao.quantization.granularity import PerGroup
     from torchao.quantization.quant_api import (
         Int8DynamicActivationIntxWeightConfig,
@@ -41,7 +44,7 @@ def quantized_linear(mode: str, group: int = 32, bias: bool = True) -> nn.Module
     )
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(IN_FEATURES, OUT_FEATURES, bias=bias)).eval()
+    model = nn.Sequential(nn.Linear(in_features, OUT_FEATURES, bias=bias)).eval()
     configs = {
         "8da4w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(group)),
         "8da8w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=PerGroup(group)),
@@ -80,22 +83,33 @@ def test_quantized_linear_runs_compressed_and_matches_the_eager_module(
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
-def test_several_quantized_rows_on_the_fast_setting_stay_within_bf16_weights(bias: bool) -> None:
-    # Off AMX the setting changes nothing: the rows are quantized, dequantized and multiplied in f32.
-    model = quantized_linear("8da4w", 32, bias=bias)
-    x = torch.randn(40, IN_FEATURES) * 3 + 0.5
+@pytest.mark.parametrize("in_features", [IN_FEATURES, 96], ids=["widened", "bf16"])
+def test_several_quantized_rows_on_the_fast_setting_stay_within_their_rounding(bias: bool, in_features: int) -> None:
+    # K a multiple of 64, on AVX-512 with VNNI or AMX: the weights widened to s8 on a grid per column
+    # (runtime/Int4Widening.h), each within 0.502 of s_col = max |group scale| * 8 / 127. Other K, on
+    # AMX: AMX's bf16 products, each weight times its group scale rounded to bf16 (2^-9 of it).
+    # Elsewhere the setting changes nothing: the rows are quantized, dequantized and multiplied in f32.
+    model = quantized_linear("8da4w", 32, bias=bias, in_features=in_features)
+    x = torch.randn(40, in_features) * 3 + 0.5
     with torch.no_grad():
         expected = model(x)
         weights = model[0].weight.dequantize()
     (actual,) = execute_with_int4_products(lower(model, (x,)).buffer, [x], "fast")
-    if effective_isa() == "avx512_core_amx":
-        # Each product off by at most 2^-9 of it (the weight rounded to bf16), the row quantized
-        # within half a step of x: a bound of 2^-8 of the products' magnitudes leaves room for both.
-        magnitudes = x.abs() @ weights.abs().T
-        assert bool(((actual - expected).abs() <= 2**-8 * magnitudes + 1e-5 * expected.abs().max()).all())
-        assert relative_error(actual, expected) > TOLERANCE  # the bf16 kernel ran, not the exact one
+    slack = 1e-5 * expected.abs().max()
+    if in_features % 64 == 0 and effective_isa() in WIDENING_ISAS:
+        # The quantized rows lie within half a step (at most max |x| / 255) of x.
+        row_magnitudes = x.abs().sum(-1, keepdim=True) + in_features * x.abs().amax(-1, keepdim=True) / 255
+        grid = model[0].weight.scale.abs().amax(-1) * 8 / 127
+        bound = row_magnitudes * 0.502 * grid + slack
+    elif in_features % 64 != 0 and effective_isa() == "avx512_core_amx":
+        # Each product off by at most 2^-9 of it, the row quantized within half a step of x: a bound of
+        # 2^-8 of the products' magnitudes leaves room for both.
+        bound = 2**-8 * (x.abs() @ weights.abs().T) + slack
     else:
         assert relative_error(actual, expected) < TOLERANCE
+        return
+    assert bool(((actual - expected).abs() <= bound).all())
+    assert relative_error(actual, expected) > TOLERANCE  # the rounding kernel ran, not the exact one
 
 
 def weight_only_int8_model() -> nn.Module:

@@ -448,13 +448,16 @@ TEST(Int4VectorMatrix, SubtractingZeroPointTermsTouchesOnlyTheRange) {
   for (size_t r = 0; r < n; ++r) {
     terms[r] = std::sin(1.1f * static_cast<float>(r)) * 40.0f;
   }
-  std::vector<float> got = dst;
-  subtract_zero_point_terms(got.data(), rows, n, row_scales.data(), zero_points.data(), terms.data(), 1, 4);
-  for (size_t m = 0; m < rows; ++m) {
-    const float factor = row_scales[m] * static_cast<float>(zero_points[m]);
-    for (size_t r = 0; r < n; ++r) {
-      const float want = m >= 1 && m < 4 ? dst[m * n + r] - factor * terms[r] : dst[m * n + r];
-      EXPECT_EQ(got[m * n + r], want) << "row " << m << " column " << r;
+  // Offset 128: the rows were multiplied as u8 (q + 128), as the widened matmul does.
+  for (const float offset : {0.0f, 128.0f}) {
+    std::vector<float> got = dst;
+    subtract_zero_point_terms(got.data(), rows, n, row_scales.data(), zero_points.data(), offset, terms.data(), 1, 4);
+    for (size_t m = 0; m < rows; ++m) {
+      const float factor = row_scales[m] * (static_cast<float>(zero_points[m]) + offset);
+      for (size_t r = 0; r < n; ++r) {
+        const float want = m >= 1 && m < 4 ? dst[m * n + r] - factor * terms[r] : dst[m * n + r];
+        EXPECT_EQ(got[m * n + r], want) << "offset " << offset << " row " << m << " column " << r;
+      }
     }
   }
 }
