@@ -285,7 +285,7 @@ void add_widened_matmul(
   shape.k = static_cast<size_t>(op.k);
   shape.n = static_cast<size_t>(op.n);
   shape.group = static_cast<size_t>(op.group);
-  shape.avx512 = true; // the caller checked (widens_int4)
+  shape.isa = host_row_isa();
   const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
   int threads = 1;
   dnnl_threadpool_interop_get_max_concurrency(&threads);
@@ -345,10 +345,10 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   shape.n = static_cast<size_t>(op.n);
   shape.k = static_cast<size_t>(op.k);
   shape.group = static_cast<size_t>(op.group);
-  // Several rows on the "fast" setting widen the weights to s8 where oneDNN's s8 x s8 matmul sums in
-  // int32 (AMX, or VNNI) and the AVX-512 widening takes the shape.
+  // Several rows on the "fast" setting widen the weights to s8 where oneDNN's u8 x s8 matmul sums in
+  // int32 (AMX, or VNNI) and a vector widening takes the shape.
   const bool widens_int4 = int8_rows && op.rows > 1 && graph.settings().int4_products == Int4Products::fast &&
-                           shape.vnni && shape.isa == RowIsa::avx512 && op.k % 64 == 0 && op.group % 32 == 0;
+                           shape.vnni && shape.isa != RowIsa::scalar && vector_widening(shape.k, shape.group);
   const std::vector<float> column_scales = widens_int4 ? widened_column_scales(graph, op) : std::vector<float>();
 
   if (int8_rows && (op.rows == 1 || has_amx() || !column_scales.empty())) {

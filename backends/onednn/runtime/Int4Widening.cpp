@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "VectorTargets.h" // the AVX-512 path runs only where shape.avx512 says so
+#include "VectorTargets.h" // each vector path runs only where shape.isa says so
 
 namespace executorch::backends::onednn {
 namespace {
@@ -59,6 +59,24 @@ ODNN_AVX512 void widen_row_avx512(
   }
 }
 
+// 32 values (one group) a step, as above on 16 bytes.
+ODNN_AVX2 void widen_row_avx2(
+    const WidenedInt4Shape& shape, const uint8_t* row, const float* scales, float per_scale, int8_t* out) {
+  const __m256i low_nibbles = _mm256_set1_epi16(0x000F);
+  const __m256i high_nibbles = _mm256_set1_epi16(0x00F0);
+  const __m256i low_bytes = _mm256_set1_epi16(0x00FF);
+  for (size_t k = 0; k < shape.k; k += 32) {
+    const __m256i bytes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k / 2)));
+    const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(_mm256_and_si256(bytes, low_nibbles), 12), 8);
+    const __m256i odd = _mm256_srai_epi16(_mm256_slli_epi16(_mm256_and_si256(bytes, high_nibbles), 8), 8);
+    const __m256i ratios = _mm256_set1_epi16(fixed_ratio(scales[k / shape.group], per_scale));
+    const __m256i even_w = _mm256_mulhrs_epi16(even, ratios);
+    const __m256i odd_w = _mm256_mulhrs_epi16(odd, ratios);
+    const __m256i words = _mm256_or_si256(_mm256_and_si256(even_w, low_bytes), _mm256_slli_epi16(odd_w, 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), words);
+  }
+}
+
 } // namespace
 
 size_t WidenedInt4Shape::block_weight_bytes() const {
@@ -90,8 +108,10 @@ void widen_int4_rows(
     const uint8_t* row = weights + r * (shape.k / 2);
     const float per_scale = kRatioOne / column_scales[r];
     int8_t* widened_row = out + (r - begin) * shape.k;
-    if (shape.avx512) {
+    if (shape.isa == RowIsa::avx512 && vector_widening(shape.k, shape.group)) {
       widen_row_avx512(shape, row, scales + r * groups, per_scale, widened_row);
+    } else if (shape.isa == RowIsa::avx2 && vector_widening(shape.k, shape.group)) {
+      widen_row_avx2(shape, row, scales + r * groups, per_scale, widened_row);
     } else {
       widen_row_scalar(shape, row, scales + r * groups, per_scale, widened_row);
     }

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "RowKernels.h"
+
 namespace executorch::backends::onednn {
 
 struct WidenedInt4Shape {
@@ -20,13 +22,19 @@ struct WidenedInt4Shape {
   size_t group = 0;   // values per group scale; divides k
   size_t columns = 0; // per block (the last may be narrower)
   size_t slot_bytes = 0;
-  bool avx512 = false; // the AVX-512BW widening (k % 64 == 0, group % 32 == 0), else the scalar loop
+  // The vector widening (k % 64 == 0, group % 32 == 0: vector_widening()), else the scalar loop.
+  RowIsa isa = RowIsa::scalar;
 
   size_t blocks() const {
     return (n + columns - 1) / columns;
   }
   size_t block_weight_bytes() const; // a block's s8 weights, rounded up to a cache line
 };
+
+// Whether the vector paths take the shape: values in steps of 64, groups of 32n.
+inline bool vector_widening(size_t k, size_t group) {
+  return k % 64 == 0 && group % 32 == 0;
+}
 
 // The column's grid s_col (above) from its `groups` scales; 1 for a column of zero scales. False when
 // a scale is NaN or infinite (the weights then take a path that propagates them).

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
 // Several int8-quantized rows (an 8da4w prompt) times int4 weights on the CPU's int8 unit (AMX, or
-// AVX512-VNNI): the weights are widened, a block of columns at a time, to s8 on one scale per column
+// VNNI, AVX-512 or AVX2): the weights are widened, a block of columns at a time, to s8 on one scale per column
 // (Int4Widening.h), and each block is multiplied by oneDNN's u8 x s8 matmul right after, while it is
 // still in the core's L2. Each slot (one per pool thread) widens and multiplies its own blocks, its
 // matmul running on that thread alone, so a block never leaves the core that wrote it. Nothing is kept

@@ -8,7 +8,7 @@ computes.
 The eager module quantizes each activation row to int8 and multiplies by the dequantized weights in f32;
 the delegate quantizes the rows the same way (bit for bit) and sums the int4 x int8 products exactly per
 group, so the two differ by f32 rounding only: 1e-5 of the output's magnitude. On CPUs with AMX several
-quantized rows at once, on AVX-512 with VNNI or AMX, run int8 products on the weights widened to s8 per
+quantized rows at once, on CPUs with VNNI or AMX, run int8 products on the weights widened to s8 per
 column by default (`set_int4_products("fast")`; on AMX, bf16 products where K is not a multiple of 64),
 which round each weight: the tests here load their programs on "exact", but for the one on that
 setting."""
@@ -19,15 +19,13 @@ from collections.abc import Sequence
 
 import pytest
 import torch
-from executorch.backends.onednn import effective_isa, set_int4_products
+from executorch.backends.onednn import effective_isa, int8_products_exact, set_int4_products
 from executorch.backends.onednn.serialization.schema import DType, StepKind
 from support import execute_with_int4_products
 from tester import lower
 from torch import nn
 
 TOLERANCE = 1e-5
-# Where "fast" widens int4 weights to s8 for several quantized rows: AVX-512 with VNNI, or AMX.
-WIDENING_ISAS = frozenset({"avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"})
 IN_FEATURES, OUT_FEATURES = 128, 48
 
 
@@ -85,7 +83,7 @@ def test_quantized_linear_runs_compressed_and_matches_the_eager_module(
 @pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
 @pytest.mark.parametrize("in_features", [IN_FEATURES, 96], ids=["widened", "bf16"])
 def test_several_quantized_rows_on_the_fast_setting_stay_within_their_rounding(bias: bool, in_features: int) -> None:
-    # K a multiple of 64, on AVX-512 with VNNI or AMX: the weights widened to s8 on a grid per column
+    # K a multiple of 64, with VNNI or AMX (int8_products_exact()): the weights widened to s8 on a grid per column
     # (runtime/Int4Widening.h), each within 0.502 of s_col = max |group scale| * 8 / 127. Other K, on
     # AMX: AMX's bf16 products, each weight times its group scale rounded to bf16 (2^-9 of it).
     # Elsewhere the setting changes nothing: the rows are quantized, dequantized and multiplied in f32.
@@ -96,7 +94,7 @@ def test_several_quantized_rows_on_the_fast_setting_stay_within_their_rounding(b
         weights = model[0].weight.dequantize()
     (actual,) = execute_with_int4_products(lower(model, (x,)).buffer, [x], "fast")
     slack = 1e-5 * expected.abs().max()
-    if in_features % 64 == 0 and effective_isa() in WIDENING_ISAS:
+    if in_features % 64 == 0 and int8_products_exact():
         # The quantized rows lie within half a step (at most max |x| / 255) of x.
         row_magnitudes = x.abs().sum(-1, keepdim=True) + in_features * x.abs().amax(-1, keepdim=True) / 255
         grid = model[0].weight.scale.abs().amax(-1) * 8 / 127

@@ -158,7 +158,7 @@ class Int4ProductsSetting {
 };
 
 // Whether the effective instruction set widens int4 weights for several quantized rows on the "fast"
-// setting: AVX-512 with VNNI or AMX.
+// setting: one with VNNI (AVX-VNNI, AVX512-VNNI) or AMX.
 bool widens_int4_weights() {
   executorch::runtime::BackendOptions<1> query;
   query.set_option("max_isa", "");
@@ -167,7 +167,8 @@ bool widens_int4_weights() {
       query.get_option("max_isa", name) != executorch::runtime::Error::Ok || name == nullptr) {
     return false;
   }
-  for (const char* isa : {"avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}) {
+  for (const char* isa :
+       {"avx2_vnni", "avx2_vnni_2", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx"}) {
     if (std::strcmp(name, isa) == 0) {
       return true;
     }
@@ -238,8 +239,8 @@ std::vector<float> widening_slack(const std::vector<float>& src, int64_t rows, c
 }
 
 TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSetting) {
-  // "fast" widens the weights to s8 per column for oneDNN's u8 x s8 matmul (K = 128, groups of 32) on
-  // AVX-512 with VNNI or AMX; "exact" is oneDNN's s8 x s4 kernel on AMX. Elsewhere both multiply the
+  // "fast" widens the weights to s8 per column for oneDNN's u8 x s8 matmul (K = 128, groups of 32) with
+  // VNNI or AMX; "exact" is oneDNN's s8 x s4 kernel on AMX. Elsewhere both multiply the
   // rows quantized and dequantized by the dequantized weights in f32. 24 columns: a block of 16 and a
   // narrower last one on two threads.
   const Weights w = make_weights();

@@ -56,9 +56,9 @@ struct Int4Weights {
       EXPECT_TRUE(widened_column_scale(&scales[r * groups], groups, &column_scales[r]));
     }
   }
-  std::vector<int8_t> widened(bool avx512) const {
+  std::vector<int8_t> widened(RowIsa isa) const {
     WidenedInt4Shape with = shape;
-    with.avx512 = avx512;
+    with.isa = isa;
     std::vector<int8_t> out(shape.n * shape.k);
     widen_int4_rows(with, packed.data(), scales.data(), column_scales.data(), 0, shape.n, out.data());
     return out;
@@ -73,7 +73,7 @@ TEST(Int4Widening, EachWeightStaysWithinHalfAStepOfItsColumnsGrid) {
     w.values[1] = 7;
     w.scales[0] = 0.08f;
     w.pack();
-    const std::vector<int8_t> out = w.widened(false);
+    const std::vector<int8_t> out = w.widened(RowIsa::scalar);
     EXPECT_EQ(out[0], -127);
     EXPECT_EQ(out[1], 111);
     const size_t groups = w.shape.k / group;
@@ -88,13 +88,20 @@ TEST(Int4Widening, EachWeightStaysWithinHalfAStepOfItsColumnsGrid) {
   }
 }
 
-TEST(Int4Widening, TheVectorPathMatchesTheScalarLoopBitForBit) {
-  if (host_row_isa() != RowIsa::avx512) {
-    GTEST_SKIP() << "this CPU has no AVX-512 (avx512_core)";
+TEST(Int4Widening, EachVectorPathMatchesTheScalarLoopBitForBit) {
+  const RowIsa host = host_row_isa();
+  if (host == RowIsa::scalar) {
+    GTEST_SKIP() << "this CPU has no AVX2";
   }
-  for (const size_t group : {size_t{32}, size_t{64}, size_t{256}}) {
-    const Int4Weights w(13, 512, group, 5);
-    EXPECT_EQ(w.widened(true), w.widened(false)) << "group " << group;
+  for (const RowIsa isa : {RowIsa::avx2, RowIsa::avx512}) {
+    if (isa == RowIsa::avx512 && host != RowIsa::avx512) {
+      continue; // AVX2 is checked; AVX-512 (avx512_core) is missing
+    }
+    for (const size_t group : {size_t{32}, size_t{64}, size_t{256}}) {
+      const Int4Weights w(13, 512, group, 5);
+      EXPECT_EQ(w.widened(isa), w.widened(RowIsa::scalar))
+          << "group " << group << " avx512 " << (isa == RowIsa::avx512);
+    }
   }
 }
 
@@ -114,7 +121,7 @@ TEST(Int4Widening, ColumnScalesRefuseNonFiniteScalesAndTakeOneForZeros) {
 
 TEST(Int4Widening, TermsAreTheWidenedWeightsSummedOnTheirGrid) {
   const Int4Weights w(6, 128, 32, 7);
-  const std::vector<int8_t> out = w.widened(false);
+  const std::vector<int8_t> out = w.widened(RowIsa::scalar);
   std::vector<float> terms(w.shape.n, -1.0f);
   WidenedInt4Shape shape = w.shape;
   widened_int4_terms(shape, w.packed.data(), w.scales.data(), w.column_scales.data(), terms.data(), 1, 5);
