@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <executorch/runtime/core/evalue.h>
@@ -51,6 +53,8 @@ struct ConstantPacking {
 struct SharedBlocks {
   BuildSettings settings = BuildSettings::current();
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> constants; // by value id
+  // Floats computed from constants at build (GraphBuilder::derived_floats), by (value ids, what).
+  std::map<std::tuple<uint32_t, uint32_t, int>, std::shared_ptr<const std::vector<float>>> derived_floats;
   struct PackedWeights {
     std::vector<ConstantPacking> packings;
     std::weak_ptr<uint8_t> block; // expires with the last graph using it

@@ -145,15 +145,18 @@ QuantizedRows add_row_quantization(GraphBuilder& graph, const CompressedOperands
 
 // One constant per output column: what a row's zero point contributes to it (int4_column_terms).
 BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4MatrixShape shape) {
-  std::vector<float> terms(static_cast<size_t>(op.n));
-  const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
-  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
-  // A decode graph's build reads every weight of the program here: on the pool when it is built inside
-  // execute() (a new prompt length), on this thread at init.
-  parallel_chunks(terms.size(), 256, [&](size_t begin, size_t end) {
-    int4_column_terms(shape, weights, scales, terms.data(), begin, end);
+  const auto terms = graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::int4_column_terms, [&] {
+    std::vector<float> computed(static_cast<size_t>(op.n));
+    const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
+    const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+    // Every weight of the program is read here, once per program: on the pool when a graph is built
+    // inside execute() (a new prompt length), on this thread at init.
+    parallel_chunks(computed.size(), 256, [&](size_t begin, size_t end) {
+      int4_column_terms(shape, weights, scales, computed.data(), begin, end);
+    });
+    return computed;
   });
-  return graph.owned_constant(plain_desc({op.n}), terms.data());
+  return graph.owned_constant(plain_desc({op.n}), terms->data());
 }
 
 // How a matmul's rows carry their per-row quantization: not at all (f32 or bf16 rows that the weights
@@ -257,28 +260,39 @@ void add_weights_matmul(
   }
 }
 
-// The grid of each column for widening the weights to s8 (Int4Widening.h), or none where a group
-// scale is NaN or infinite (the other paths propagate it).
-std::vector<float> widened_column_scales(GraphBuilder& graph, const CompressedOperands& op) {
-  const auto groups = static_cast<size_t>(op.k / op.group);
-  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
-  std::vector<float> column_scales(static_cast<size_t>(op.n));
-  for (size_t r = 0; r < column_scales.size(); ++r) {
-    if (!widened_column_scale(scales + r * groups, groups, &column_scales[r])) {
-      return {};
+// Per column, for widening the weights to s8 (Int4Widening.h): its grid s_col, then [n, 2n) its
+// zero-point term; none where a group scale is NaN or infinite (the other paths propagate it).
+std::shared_ptr<const std::vector<float>> widened_columns(GraphBuilder& graph, const CompressedOperands& op) {
+  return graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::widened_columns, [&] {
+    WidenedInt4Shape shape;
+    shape.k = static_cast<size_t>(op.k);
+    shape.n = static_cast<size_t>(op.n);
+    shape.group = static_cast<size_t>(op.group);
+    shape.isa = host_row_isa();
+    const size_t groups = shape.k / shape.group;
+    const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+    std::vector<float> columns(2 * shape.n);
+    for (size_t r = 0; r < shape.n; ++r) {
+      if (!widened_column_scale(scales + r * groups, groups, &columns[r])) {
+        return std::vector<float>();
+      }
     }
-  }
-  return column_scales;
+    const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
+    parallel_chunks(shape.n, 256, [&](size_t begin, size_t end) {
+      widened_int4_terms(shape, weights, scales, columns.data(), columns.data() + shape.n, begin, end);
+    });
+    return columns;
+  });
 }
 
-// The quantized rows times the weights widened to s8 on their column scales, for oneDNN's s8 x s8
+// The quantized rows times the weights widened to s8 on their column grids, for oneDNN's u8 x s8
 // matmul (WidenedInt4Matmul.h), the rows' zero points taken off after.
 void add_widened_matmul(
     const StepRecord& step,
     GraphBuilder& graph,
     const CompressedOperands& op,
     const QuantizedRows& quantized,
-    const std::vector<float>& column_scales,
+    const std::vector<float>& columns,
     BufferId dst) {
   WidenedInt4Shape shape;
   shape.rows = static_cast<size_t>(op.rows);
@@ -286,17 +300,11 @@ void add_widened_matmul(
   shape.n = static_cast<size_t>(op.n);
   shape.group = static_cast<size_t>(op.group);
   shape.isa = host_row_isa();
-  const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
   int threads = 1;
   dnnl_threadpool_interop_get_max_concurrency(&threads);
   const bool bias = step.has_input(3);
   std::shared_ptr<const WidenedInt4Primitives> primitives =
       make_widened_int4_primitives(graph.engine(), shape, bias, threads);
-  std::vector<float> terms(shape.n);
-  const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
-  parallel_chunks(terms.size(), 256, [&](size_t begin, size_t end) {
-    widened_int4_terms(shape, weights, scales, column_scales.data(), terms.data(), begin, end);
-  });
   HostLoop loop;
   loop.kind = HostLoop::Kind::WidenedInt4Matmul;
   loop.outer = shape.rows;
@@ -305,7 +313,7 @@ void add_widened_matmul(
   std::vector<BufferId> more{
       graph.input(op.weights, graph.plain(op.weights)),
       graph.plain_input(op.scales),
-      graph.owned_constant(plain_desc({op.n}), column_scales.data()),
+      graph.owned_constant(plain_desc({op.n}), columns.data()),
       graph.scratch(plain_desc({static_cast<int64_t>(widened_int4_scratch_bytes(shape, *primitives))}, DataType::u8))};
   if (bias) {
     more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
@@ -317,7 +325,7 @@ void add_widened_matmul(
   zero_points.extent = shape.n;
   zero_points.value = 128.0f; // the matmul's rows are q + 128
   graph.add_host_loop(
-      zero_points, dst, kNoBuffer, quantized.params, {graph.owned_constant(plain_desc({op.n}), terms.data())});
+      zero_points, dst, kNoBuffer, quantized.params, {graph.owned_constant(plain_desc({op.n}), columns.data() + op.n)});
 }
 
 // The host kernel for f32 rows takes int4 zero points only (in [-8, 7]).
@@ -349,16 +357,17 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   // int32 (AMX, or VNNI) and a vector widening takes the shape.
   const bool widens_int4 = int8_rows && op.rows > 1 && graph.settings().int4_products == Int4Products::fast &&
                            shape.vnni && shape.isa != RowIsa::scalar && vector_widening(shape.k, shape.group);
-  const std::vector<float> column_scales = widens_int4 ? widened_column_scales(graph, op) : std::vector<float>();
+  const std::shared_ptr<const std::vector<float>> columns = widens_int4 ? widened_columns(graph, op) : nullptr;
+  const bool widened = columns != nullptr && !columns->empty();
 
-  if (int8_rows && (op.rows == 1 || has_amx() || !column_scales.empty())) {
+  if (int8_rows && (op.rows == 1 || has_amx() || widened)) {
     const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
     const QuantizedRows quantized = add_row_quantization(graph, op, rows);
     const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
     const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
-    if (!column_scales.empty()) {
-      add_widened_matmul(step, graph, op, quantized, column_scales, dst);
+    if (widened) {
+      add_widened_matmul(step, graph, op, quantized, *columns, dst);
       return;
     }
     if (op.rows > 1 && graph.settings().int4_products == Int4Products::fast) {

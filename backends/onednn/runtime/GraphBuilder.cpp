@@ -156,6 +156,22 @@ BufferId GraphBuilder::buffer(uint32_t id) {
   return value_buffer_[id];
 }
 
+std::shared_ptr<const std::vector<float>> GraphBuilder::derived_floats(
+    uint32_t first, uint32_t second, Derived what, const std::function<std::vector<float>()>& compute) {
+  const std::tuple<uint32_t, uint32_t, int> key{first, second, static_cast<int>(what)};
+  if (shared_ != nullptr) {
+    const auto found = shared_->derived_floats.find(key);
+    if (found != shared_->derived_floats.end()) {
+      return found->second;
+    }
+  }
+  auto result = std::make_shared<const std::vector<float>>(compute());
+  if (shared_ != nullptr) {
+    shared_->derived_floats.emplace(key, result);
+  }
+  return result;
+}
+
 // Constants are read in place, from the program's data: nothing is copied at init unless a primitive
 // wants another layout, and then only into the packed weights (pack_constants). The program's bytes
 // are loaded when first read and released as soon as packing is done with them, so that init never

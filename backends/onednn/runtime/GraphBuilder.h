@@ -220,6 +220,12 @@ class GraphBuilder {
   const void* constant_data(uint32_t id) {
     return program_bytes(root(buffer(id)));
   }
+  // What a step computes from constants `first` and `second` once per program: a dynamic program's
+  // graphs for other sizes reuse it rather than read the constants again (an LLM's prompt of a new
+  // length builds its graphs inside execute()).
+  enum class Derived : int { widened_columns, int4_column_terms };
+  std::shared_ptr<const std::vector<float>> derived_floats(
+      uint32_t first, uint32_t second, Derived what, const std::function<std::vector<float>()>& compute);
   // A constant made at init from `desc.get_size()` bytes at `data` (copied).
   BufferId owned_constant(const memory::desc& desc, const void* data);
   const memory::desc& buffer_desc(BufferId id) const {

@@ -18,6 +18,7 @@ namespace onednn_test {
 namespace {
 
 using executorch::backends::onednn::DType;
+using Op = executorch::backends::onednn::ShapeOp;
 
 constexpr int64_t kN = 24, kK = 128, kGroup = 32;
 
@@ -55,8 +56,9 @@ uint32_t raw_constant(Model& model, std::vector<int64_t> dims, std::vector<uint8
   return model.payload.value(std::move(dims), key, static_cast<uint8_t>(dtype));
 }
 
-// rows [m, kK] -> COMPRESSED_MATMUL -> [m, kN]
-Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool quantize_rows, bool bias) {
+// rows [m, kK] -> COMPRESSED_MATMUL -> [m, kN]; with `dynamic_rows`, m is any count in [2, rows].
+Model compressed_model(
+    int64_t rows, const Weights& w, DType weight_type, bool quantize_rows, bool bias, bool dynamic_rows = false) {
   // inputs: src, weights, scales, [bias], [zero points]
   Model model;
   const uint32_t src = model.input({rows, kK});
@@ -74,6 +76,13 @@ Model compressed_model(int64_t rows, const Weights& w, DType weight_type, bool q
   model.payload.step(
       Kind::CompressedMatmul, inputs, {dst}, {ints("group_size", {w.group}), ints("quantize_rows", {quantize_rows})});
   model.output(dst, {rows, kN});
+  if (dynamic_rows) {
+    model.payload.dynamic = true;
+    const uint32_t count = model.payload.symbol(2, rows);
+    for (const uint32_t id : {src, dst}) {
+      model.payload.symbolic_dim(id, 0, {static_cast<int64_t>(Op::Symbol), count});
+    }
+  }
   return model;
 }
 
@@ -269,6 +278,38 @@ TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSett
           expect_close(outputs[0], expected);
         }
       }
+    }
+  }
+}
+
+TEST(CompressedMatmul, ADynamicCountOfQuantizedRowsMatchesAtEachCount) {
+  // A prompt of any length: each new count builds a graph inside execute(), which takes the column
+  // terms and grids the first graph computed (GraphBuilder::derived_floats).
+  constexpr int64_t kMaxRows = 40;
+  const Weights w = make_weights();
+  for (const int products : {0, 1}) {
+    const Int4ProductsSetting setting(products);
+    LoadedModel loaded;
+    loaded.model = compressed_model(kMaxRows, w, DType::S4, /*quantize_rows=*/true, /*bias=*/true, true);
+    ASSERT_EQ(loaded.init(), executorch::runtime::Error::Ok);
+    for (const int32_t rows : {40, 5, 2, 17, 5, 40}) {
+      std::vector<float> x = random_values(static_cast<size_t>(rows) * kK, 20 + rows);
+      HostTensor input({rows, static_cast<int32_t>(kK)}, x);
+      HostTensor output(
+          {static_cast<int32_t>(kMaxRows), static_cast<int32_t>(kN)},
+          {},
+          executorch::aten::ScalarType::Float,
+          executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND);
+      ASSERT_EQ(loaded.harness.execute(loaded.handle, {&input, &output}), executorch::runtime::Error::Ok);
+      SCOPED_TRACE(::testing::Message() << "products " << products << " rows " << rows);
+      EXPECT_EQ(output.sizes(), (std::vector<int32_t>{rows, static_cast<int32_t>(kN)}));
+      const std::vector<float> actual(output.data().begin(), output.data().begin() + rows * kN);
+      const bool widened = products == 0 && widens_int4_weights();
+      expect_close(
+          actual,
+          reference(x, rows, w, true, true),
+          widened ? widening_slack(dequantized_rows(x, rows), rows, w) : std::vector<float>(),
+          widened ? 1.0f : 0.0f);
     }
   }
 }
