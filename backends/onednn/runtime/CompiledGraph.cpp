@@ -524,6 +524,12 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
             zero_points,
             begin,
             end);
+        if (loop.u8_rows) {
+          auto* q = static_cast<uint8_t*>(target);
+          for (size_t i = begin * loop.extent; i < end * loop.extent; ++i) {
+            q[i] ^= 0x80; // q + 128
+          }
+        }
       });
       return Error::Ok;
     case HostLoop::Kind::DequantizeRowsAffine:
@@ -554,7 +560,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
     case HostLoop::Kind::WidenedInt4Matmul: {
       const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
       WidenedInt4Operands operands;
-      operands.q = static_cast<const int8_t*>(source);
+      operands.rows = static_cast<const uint8_t*>(source);
       operands.row_scales = scales;
       operands.weights = static_cast<const uint8_t*>(handle(0));
       operands.scales = static_cast<const float*>(handle(1));

@@ -6,14 +6,14 @@
 // asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
 //
 //   quantize_rows, s4, no zero points, one row  the int8-row host kernel (Int4VectorMatrix.h)
-//   ... several rows, AMX, products "fast"      the weights widened to s8 on a scale per column, a
-//                                               block of columns at a time, for oneDNN's AMX s8 x s8
+//   ... several rows, AMX or VNNI, "fast"       the weights widened to s8 on a grid per column, a
+//                                               block of columns at a time, for oneDNN's u8 x s8
 //                                               matmul (WidenedInt4Matmul.h), the rows' zero points
 //                                               taken off after; K a multiple of 64, groups of 32n
-//   ... other K or groups                       oneDNN's AMX bf16 matmul of the quantized rows less
+//   ... other K or groups, AMX, "fast"          oneDNN's AMX bf16 matmul of the quantized rows less
 //                                               their zero points (exact in bf16) by the weights
 //                                               dequantized to bf16, each row's scale a post-op
-//   ... several rows, AMX, products "exact"     oneDNN's AMX s8 x s4 matmul with per-row src scales,
+//   ... several rows, AMX, "exact"              oneDNN's AMX s8 x s4 matmul with per-row src scales,
 //                                               then the rows' zero points taken off on the host
 //   otherwise, s4, one row                      the f32-row host kernel (a bf16 row widened; rows to
 //                                               quantize are quantized and dequantized first)
@@ -21,9 +21,9 @@
 //   otherwise                                   oneDNN's weight decompression (f32 or bf16 rows, as
 //                                               above). Without AMX oneDNN's s8 x s4 matmul is its
 //                                               reference kernel (12 ns a product), and on the AMX
-//                                               Xeon capped to avx512_core_vnni (avx2) an 8da4w prompt
-//                                               ran 1.34x (1.31x) faster this way than through the
-//                                               one-row kernel a block of columns at a time.
+//                                               Xeon capped to avx2 an 8da4w prompt ran 1.31x faster
+//                                               this way than through the one-row kernel a block of
+//                                               columns at a time.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -125,20 +125,23 @@ BufferId transposed_groups(GraphBuilder& graph, const CompressedOperands& op, ui
   return transposed;
 }
 
-// Rows quantized as torchao does: q (s8) and, per row, the scale (f32) and the zero point (s32) in one
-// scratch buffer [2, rows] (scales first, so the front is oneDNN's per-row src scales).
+// Rows quantized as torchao does: q (s8, or q + 128 as u8 with `as_u8`) and, per row, the scale (f32)
+// and the zero point (s32) in one scratch buffer [2, rows] (scales first, so the front is oneDNN's
+// per-row src scales).
 struct QuantizedRows {
   BufferId q;
   BufferId params;
 };
 
-QuantizedRows add_row_quantization(GraphBuilder& graph, const CompressedOperands& op, BufferId rows) {
+QuantizedRows add_row_quantization(GraphBuilder& graph, const CompressedOperands& op, BufferId rows, bool as_u8) {
   HostLoop loop;
   loop.kind = HostLoop::Kind::QuantizeRowsAffine;
   loop.outer = static_cast<size_t>(op.rows);
   loop.extent = static_cast<size_t>(op.k);
+  loop.u8_rows = as_u8;
   QuantizedRows quantized{
-      graph.scratch(plain_desc({op.rows, op.k}, DataType::s8)), graph.scratch(plain_desc({2, op.rows}, DataType::f32))};
+      graph.scratch(plain_desc({op.rows, op.k}, as_u8 ? DataType::u8 : DataType::s8)),
+      graph.scratch(plain_desc({2, op.rows}, DataType::f32))};
   graph.add_host_loop(loop, quantized.q, rows, quantized.params);
   return quantized;
 }
@@ -285,8 +288,8 @@ std::shared_ptr<const std::vector<float>> widened_columns(GraphBuilder& graph, c
   });
 }
 
-// The quantized rows times the weights widened to s8 on their column grids, for oneDNN's u8 x s8
-// matmul (WidenedInt4Matmul.h), the rows' zero points taken off after.
+// The quantized rows (as u8) times the weights widened to s8 on their column grids, for oneDNN's
+// u8 x s8 matmul (WidenedInt4Matmul.h), the rows' zero points (and the 128) taken off after.
 void add_widened_matmul(
     const StepRecord& step,
     GraphBuilder& graph,
@@ -362,7 +365,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
 
   if (int8_rows && (op.rows == 1 || has_amx() || widened)) {
     const BufferId rows = graph.alias(graph.plain_input(op.src, DataType::f32), plain_desc({op.rows, op.k}));
-    const QuantizedRows quantized = add_row_quantization(graph, op, rows);
+    const QuantizedRows quantized = add_row_quantization(graph, op, rows, widened);
     const BufferId result = graph.define(output, plain_desc(out_dims, DataType::f32));
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
     const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
@@ -408,7 +411,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   const DataType type = op.quantize_rows ? DataType::f32 : compute_type(step, graph, op.src);
   BufferId rows = graph.alias(graph.plain_input(op.src, type), plain_desc({op.rows, op.k}, type));
   if (op.quantize_rows) { // quantized and dequantized in f32, as the program's ops do
-    const QuantizedRows quantized = add_row_quantization(graph, op, rows);
+    const QuantizedRows quantized = add_row_quantization(graph, op, rows, false);
     HostLoop loop;
     loop.kind = HostLoop::Kind::DequantizeRowsAffine;
     loop.outer = static_cast<size_t>(op.rows);

@@ -69,8 +69,8 @@ struct HostLoop {
     // [outer, inner bytes], side by side: a concat whose pieces are a few bytes each (a rotary
     // embedding's pairs), which oneDNN's concat copies one element at a time.
     Interleave,
-    // dst [outer, n] = the quantized rows in src (aux: their scales) plus 128 times int4 weights widened
-    // to s8 (WidenedInt4Matmul.h), zero points ignored (a ZeroPointTerms loop follows); the more sources
+    // dst [outer, n] = the quantized rows in src, as u8 (q + 128; aux: their scales), times int4 weights
+    // widened to s8 (WidenedInt4Matmul.h), zero points ignored (a ZeroPointTerms loop follows); the more sources
     // are the weights, their group scales, the column scales, the scratch and the bias when the
     // primitives take one.
     WidenedInt4Matmul,
@@ -83,6 +83,9 @@ struct HostLoop {
   Kind kind = Kind::Fill;
   float value = 0.0f;
   bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  // QuantizeRowsAffine: q + 128 stored as u8 (the zero points stay torchao's): oneDNN's VNNI matmul
+  // takes per-row scales with u8 rows only.
+  bool u8_rows = false;
   RowIsa isa = RowIsa::scalar; // GeluTanh
   float upper = 0.0f;          // Clamp
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
@@ -111,7 +114,7 @@ struct HostLoop {
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
   CachedAttentionShape cached_attention; // CachedAttention
   WidenedInt4Shape widened;              // WidenedInt4Matmul
-  std::shared_ptr<const WidenedInt4Primitives> widened_primitives;
+  std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
 
 // Rows [begin, end) of an Interleave loop: row r of each of the `count` pieces, `bytes` each, side by

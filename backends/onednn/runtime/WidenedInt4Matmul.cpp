@@ -14,10 +14,6 @@
 namespace executorch::backends::onednn {
 namespace {
 
-size_t rows_bytes(const WidenedInt4Shape& shape) {
-  return (shape.rows * shape.k + 63) / 64 * 64;
-}
-
 void point(const dnnl::memory& memory, const void* data) {
   memory.set_data_handle(const_cast<void*>(data));
 }
@@ -94,7 +90,7 @@ std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
 }
 
 size_t widened_int4_scratch_bytes(const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives) {
-  return rows_bytes(shape) + primitives.slots.size() * shape.slot_bytes;
+  return primitives.slots.size() * shape.slot_bytes;
 }
 
 runtime::Error widened_int4_matmul(
@@ -102,17 +98,11 @@ runtime::Error widened_int4_matmul(
   using Prim = WidenedInt4Primitives;
   const size_t slots = primitives.slots.size();
   const size_t blocks = shape.blocks();
-  uint8_t* const rows = operands.scratch;
-  parallel_chunks(shape.rows * shape.k, 16384, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      rows[i] = static_cast<uint8_t>(operands.q[i]) ^ 0x80; // q + 128
-    }
-  });
   std::atomic<bool> failed{false};
   parallel_chunks(slots, 1, [&](size_t first_slot, size_t end_slot) {
     for (size_t s = first_slot; s < end_slot && !failed.load(std::memory_order_relaxed); ++s) {
       const Prim::Slot& slot = primitives.slots[s];
-      uint8_t* scratch = operands.scratch + rows_bytes(shape) + s * shape.slot_bytes;
+      uint8_t* scratch = operands.scratch + s * shape.slot_bytes;
       auto* block_weights = reinterpret_cast<int8_t*>(scratch);
       try {
         for (size_t b = s * blocks / slots; b < (s + 1) * blocks / slots; ++b) {
@@ -128,7 +118,7 @@ runtime::Error widened_int4_matmul(
               column,
               column + block.columns,
               block_weights);
-          point(args[Prim::kSrc], rows);
+          point(args[Prim::kSrc], operands.rows);
           point(args[Prim::kWeights], block_weights);
           point(args[Prim::kSrcScales], operands.row_scales);
           point(args[Prim::kWeightScales], operands.column_scales + column);
@@ -150,7 +140,11 @@ runtime::Error widened_int4_matmul(
           }
           const dnnl_status_t status = dnnl_primitive_execute(block.matmul.get(), slot.stream.get(), count, exec_args);
           if (status != dnnl_success) {
-            ET_LOG(Error, "OneDnnBackend: the widened int4 matmul of block %zu failed with status %d", b, int(status));
+            ET_LOG(
+                Error,
+                "OneDnnBackend: the widened int4 matmul of block %zu failed with status %d",
+                b,
+                static_cast<int>(status));
             failed.store(true);
             return;
           }

@@ -6,7 +6,7 @@
 // still in the core's L2. Each slot (one per pool thread) widens and multiplies its own blocks, its
 // matmul running on that thread alone, so a block never leaves the core that wrote it. Nothing is kept
 // beyond the program's 4-bit bytes but two floats per column (its scale, its zero-point term) and, in
-// the arena, the rows as u8 and a block of s8 weights per slot.
+// the arena, a block of s8 weights per slot.
 //
 // Single-threaded, 128 x 2048 x 8192 on the AMX Xeon (model 207): 2.2x faster than oneDNN's AMX
 // bf16 x s4 matmul (widening: 1 ms of it); 2 x 2048 x 8192: 2.3x. The 1.1B 8da4w LLM's 128-token
@@ -51,21 +51,19 @@ std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
     const dnnl::engine& engine, WidenedInt4Shape& shape, bool bias, int threads);
 
 struct WidenedInt4Operands {
-  const int8_t* q = nullptr;            // [rows, k], quantized (its zero points are not read)
+  const uint8_t* rows = nullptr;        // [rows, k]: the quantized rows plus 128 (u8)
   const float* row_scales = nullptr;    // [rows]
   const uint8_t* weights = nullptr;     // [n, k / 2]
   const float* scales = nullptr;        // [n, k / group]
   const float* column_scales = nullptr; // [n]
   const float* bias = nullptr;          // [n], when the primitives have one
   uint8_t* scratch = nullptr;           // widened_int4_scratch_bytes(), in the arena
-  // [rows, n]: row_scale * s_col * sum (q + 128) * w8 (+ bias). The rows are multiplied as u8, q + 128:
-  // oneDNN's VNNI kernels take per-row scales with u8 rows only (VNNI multiplies u8 by s8), so a
-  // ZeroPointTerms loop after takes off (zero point + 128) * terms.
+  // [rows, n]: row_scale * s_col * sum (q + 128) * w8 (+ bias); a ZeroPointTerms loop after takes off
+  // (zero point + 128) * terms.
   float* dst = nullptr;
 };
 
-// The arena bytes the matmul needs: the rows as u8, then a block of s8 weights and oneDNN's
-// scratchpad per slot.
+// The arena bytes the matmul needs: a block of s8 weights and oneDNN's scratchpad per slot.
 size_t widened_int4_scratch_bytes(const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives);
 
 // The matmul: each slot widens its share of the blocks and multiplies them on the calling pool's
