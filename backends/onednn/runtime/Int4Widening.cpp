@@ -92,7 +92,8 @@ bool widened_column_scale(const float* scales, size_t groups, float* column_scal
     largest = std::max(largest, std::abs(scales[g]));
   }
   *column_scale = largest == 0.0f ? 1.0f : largest * (8.0f / 127.0f);
-  return std::isfinite(*column_scale) && *column_scale > 0.0f;
+  // A grid so fine that r_g's factor (kRatioOne / s_col) overflows is refused with the non-finite ones.
+  return std::isfinite(*column_scale) && *column_scale > 0.0f && std::isfinite(kRatioOne / *column_scale);
 }
 
 void widen_int4_rows(

@@ -37,7 +37,8 @@ inline bool vector_widening(size_t k, size_t group) {
 }
 
 // The column's grid s_col (above) from its `groups` scales; 1 for a column of zero scales. False when
-// a scale is NaN or infinite (the weights then take a path that propagates them).
+// a scale is NaN or infinite (the weights then take a path that propagates them), or the largest is
+// below about 1e-35 (its ratios would overflow).
 bool widened_column_scale(const float* scales, size_t groups, float* column_scale);
 
 // Rows [begin, end) of the int4 weights widened to s8 [end - begin, k] at `out`.

@@ -105,7 +105,7 @@ TEST(Int4Widening, EachVectorPathMatchesTheScalarLoopBitForBit) {
   }
 }
 
-TEST(Int4Widening, ColumnScalesRefuseNonFiniteScalesAndTakeOneForZeros) {
+TEST(Int4Widening, ColumnScalesRefuseNonFiniteOrVanishingScalesAndTakeOneForZeros) {
   float column = 0.0f;
   const float zeros[2] = {0.0f, -0.0f};
   EXPECT_TRUE(widened_column_scale(zeros, 2, &column));
@@ -113,9 +113,9 @@ TEST(Int4Widening, ColumnScalesRefuseNonFiniteScalesAndTakeOneForZeros) {
   const float widest[3] = {0.01f, -0.127f, 0.1f};
   EXPECT_TRUE(widened_column_scale(widest, 3, &column));
   EXPECT_FLOAT_EQ(column, 0.008f);
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    const float scales[2] = {0.01f, bad};
-    EXPECT_FALSE(widened_column_scale(scales, 2, &column));
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 1e-37f}) {
+    const float scales[2] = {bad == 1e-37f ? 0.0f : 0.01f, bad};
+    EXPECT_FALSE(widened_column_scale(scales, 2, &column)) << bad;
   }
 }
 
