@@ -110,6 +110,39 @@ def test_several_quantized_rows_on_the_fast_setting_stay_within_their_rounding(b
     assert relative_error(actual, expected) > TOLERANCE  # the rounding kernel ran, not the exact one
 
 
+def widened_weights(weight: torch.Tensor) -> torch.Tensor:
+    """The int4 weights as the runtime widens them to s8 on a grid per column (runtime/Int4Widening.h),
+    in f64: w8 = (16 q r16 + 2^14) >> 15 with r16 = round(scale * 2^11 / s_col), times s_col."""
+    q = weight.qdata.to(torch.int64)
+    scales = weight.scale.float()
+    rows, k = q.shape
+    group = k // scales.shape[1]
+    grid = scales.abs().amax(-1) * 8 / 127
+    ratios = torch.round(scales * (2048.0 / grid)[:, None]).to(torch.int64)
+    widened = (16 * q.view(rows, -1, group) * ratios[:, :, None] + 2**14) >> 15
+    return widened.view(rows, k).double() * grid.double()[:, None]
+
+
+def test_widened_rows_compute_the_widened_weights_products_to_f32_rounding() -> None:
+    # What the fast setting computes, exactly: the rows quantized as torchao does, times the widened
+    # weights (int32 sums, then f32 scaling), for K 2048 (on 2 threads a block of 32 columns and a narrower last).
+    if not int8_products_exact():
+        pytest.skip(f"the weights are widened only with VNNI or AMX; effective ISA {effective_isa()}")
+    from torchao.quantization.quant_primitives import MappingType, choose_qparams_affine, quantize_affine
+
+    model = quantized_linear("8da4w", 32, bias=True, in_features=2048)
+    x = torch.randn(40, 2048) * 3 + 0.5
+    block = (1, 2048)
+    scales, zero_points = choose_qparams_affine(
+        x, MappingType.ASYMMETRIC, block, torch.int8, -128, 127, eps=torch.finfo(torch.float32).eps
+    )
+    q = quantize_affine(x, block, scales, zero_points, torch.int8, -128, 127).double()
+    rows = (q - zero_points.double().view(-1, 1)) * scales.double().view(-1, 1)
+    expected = rows @ widened_weights(model[0].weight).T + model[0].bias.double()
+    (actual,) = execute_with_int4_products(lower(model, (x,)).buffer, [x], "fast")
+    assert relative_error(actual.double(), expected) < TOLERANCE
+
+
 def weight_only_int8_model() -> nn.Module:
     """Two linears quantized by export_llm's qmode=int8 (`WeightOnlyInt8QuantHandler`): int8 weights,
     one bf16 scale per output channel applied to the result."""
