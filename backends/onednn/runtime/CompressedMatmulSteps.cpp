@@ -263,15 +263,22 @@ void add_weights_matmul(
   }
 }
 
+// The step's sizes for the widening (its block width is picked with the primitives).
+WidenedInt4Shape widened_shape(const CompressedOperands& op) {
+  WidenedInt4Shape shape;
+  shape.rows = static_cast<size_t>(op.rows);
+  shape.k = static_cast<size_t>(op.k);
+  shape.n = static_cast<size_t>(op.n);
+  shape.group = static_cast<size_t>(op.group);
+  shape.isa = host_row_isa();
+  return shape;
+}
+
 // Per column, for widening the weights to s8 (Int4Widening.h): its grid s_col, then [n, 2n) its
 // zero-point term; none where a group scale is NaN or infinite (the other paths propagate it).
 std::shared_ptr<const std::vector<float>> widened_columns(GraphBuilder& graph, const CompressedOperands& op) {
   return graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::widened_columns, [&] {
-    WidenedInt4Shape shape;
-    shape.k = static_cast<size_t>(op.k);
-    shape.n = static_cast<size_t>(op.n);
-    shape.group = static_cast<size_t>(op.group);
-    shape.isa = host_row_isa();
+    const WidenedInt4Shape shape = widened_shape(op);
     const size_t groups = shape.k / shape.group;
     const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
     std::vector<float> columns(2 * shape.n);
@@ -297,12 +304,7 @@ void add_widened_matmul(
     const QuantizedRows& quantized,
     const std::vector<float>& columns,
     BufferId dst) {
-  WidenedInt4Shape shape;
-  shape.rows = static_cast<size_t>(op.rows);
-  shape.k = static_cast<size_t>(op.k);
-  shape.n = static_cast<size_t>(op.n);
-  shape.group = static_cast<size_t>(op.group);
-  shape.isa = host_row_isa();
+  WidenedInt4Shape shape = widened_shape(op);
   int threads = 1;
   dnnl_threadpool_interop_get_max_concurrency(&threads);
   const bool bias = step.has_input(3);
