@@ -117,6 +117,8 @@ class CompiledGraph {
   std::vector<dnnl::memory> memories_; // keeps the objects referenced by `steps_` alive
   // Constants some step reads straight from the program's data (freed with the graph).
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> program_constants_;
+  // Constants made at init (GraphBuilder's Owned buffers), some shared with the program's other graphs.
+  std::vector<std::shared_ptr<const uint8_t>> owned_constants_;
   std::vector<PreparedStep> steps_;
   // Per prepared step: "<payload step kind>#<index>", with ".reorder" or ".host" for the conversions
   // and host loops a step adds, "outputs.reorder" for the final copies.

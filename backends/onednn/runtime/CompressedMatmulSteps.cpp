@@ -159,7 +159,7 @@ BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4Mat
     });
     return computed;
   });
-  return graph.owned_constant(plain_desc({op.n}), terms->data());
+  return graph.owned_constant(plain_desc({op.n}), terms, 0);
 }
 
 // How a matmul's rows carry their per-row quantization: not at all (f32 or bf16 rows that the weights
@@ -302,14 +302,28 @@ void add_widened_matmul(
     GraphBuilder& graph,
     const CompressedOperands& op,
     const QuantizedRows& quantized,
-    const std::vector<float>& columns,
+    const std::shared_ptr<const std::vector<float>>& columns,
     BufferId dst) {
-  WidenedInt4Shape shape = widened_shape(op);
+  struct Plan {
+    WidenedInt4Shape shape; // with its block width
+    std::shared_ptr<const WidenedInt4Primitives> primitives;
+  };
   int threads = 1;
   dnnl_threadpool_interop_get_max_concurrency(&threads);
   const bool bias = step.has_input(3);
-  std::shared_ptr<const WidenedInt4Primitives> primitives =
-      make_widened_int4_primitives(graph.engine(), shape, bias, threads);
+  // The layers of one shape run one after another: they share the primitives and the slots' memory
+  // objects (pointed at each block as it runs).
+  const std::string key = "widened int4 " + std::to_string(op.rows) + "x" + std::to_string(op.k) + "x" +
+                          std::to_string(op.n) + "/" + std::to_string(op.group) + (bias ? "+bias" : "") + " on " +
+                          std::to_string(threads);
+  const auto plan = std::static_pointer_cast<const Plan>(graph.shared_by_steps(key, [&] {
+    auto made = std::make_shared<Plan>();
+    made->shape = widened_shape(op);
+    made->primitives = make_widened_int4_primitives(graph.engine(), made->shape, bias, threads);
+    return std::shared_ptr<const void>(std::move(made));
+  }));
+  const WidenedInt4Shape& shape = plan->shape;
+  const std::shared_ptr<const WidenedInt4Primitives>& primitives = plan->primitives;
   HostLoop loop;
   loop.kind = HostLoop::Kind::WidenedInt4Matmul;
   loop.outer = shape.rows;
@@ -318,7 +332,7 @@ void add_widened_matmul(
   std::vector<BufferId> more{
       graph.input(op.weights, graph.plain(op.weights)),
       graph.plain_input(op.scales),
-      graph.owned_constant(plain_desc({op.n}), columns.data()),
+      graph.owned_constant(plain_desc({op.n}), columns, 0),
       graph.scratch(plain_desc({static_cast<int64_t>(widened_int4_scratch_bytes(shape, *primitives))}, DataType::u8))};
   if (bias) {
     more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
@@ -330,7 +344,11 @@ void add_widened_matmul(
   zero_points.extent = shape.n;
   zero_points.value = 128.0f; // the matmul's rows are q + 128
   graph.add_host_loop(
-      zero_points, dst, kNoBuffer, quantized.params, {graph.owned_constant(plain_desc({op.n}), columns.data() + op.n)});
+      zero_points,
+      dst,
+      kNoBuffer,
+      quantized.params,
+      {graph.owned_constant(plain_desc({op.n}), columns, static_cast<size_t>(op.n))});
 }
 
 // The host kernel for f32 rows takes int4 zero points only (in [-8, 7]).
@@ -372,7 +390,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     const BufferId dst = graph.alias(result, plain_desc({op.rows, op.n}));
     const BufferId row_scales = graph.alias(quantized.params, plain_desc({op.rows, 1}));
     if (widened) {
-      add_widened_matmul(step, graph, op, quantized, *columns, dst);
+      add_widened_matmul(step, graph, op, quantized, columns, dst);
       return;
     }
     if (op.rows > 1 && graph.settings().int4_products == Int4Products::fast) {

@@ -27,6 +27,12 @@ size_t round_up(size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+// An Owned buffer's bytes, copied: the packing key compares a conversion's scales by value.
+std::vector<uint8_t> owned_bytes(const Buffer& buffer) {
+  const uint8_t* first = buffer.owned.get();
+  return first == nullptr ? std::vector<uint8_t>() : std::vector<uint8_t>(first, first + buffer.desc.get_size());
+}
+
 // A program with dynamic sizes keeps the constants it has packed (SharedBlocks::constants) for sizes
 // that may want them in another layout; until then their pages go back to the kernel. ExecuTorch's
 // mmap loader locks a program's pages in memory (executorch.runtime: 4.2 GB locked for a 1.1B fp32
@@ -359,12 +365,38 @@ BufferId GraphBuilder::winograd_constant(BufferId weights, const memory::desc& w
   return result;
 }
 
+std::shared_ptr<const void> GraphBuilder::shared_by_steps(
+    const std::string& key, const std::function<std::shared_ptr<const void>()>& make) {
+  std::shared_ptr<const void>& entry = shared_by_steps_[key];
+  if (entry == nullptr) {
+    entry = make();
+  }
+  return entry;
+}
+
 BufferId GraphBuilder::owned_constant(const memory::desc& desc, const void* data) {
+  const auto* first = static_cast<const uint8_t*>(data);
+  auto copy = std::make_shared<const std::vector<uint8_t>>(first, first + desc.get_size());
   Buffer buffer;
   buffer.desc = desc;
   buffer.storage = Storage::Owned;
-  const auto* first = static_cast<const uint8_t*>(data);
-  buffer.bytes.assign(first, first + desc.get_size());
+  buffer.owned = std::shared_ptr<const uint8_t>(copy, copy->data());
+  return add_buffer(std::move(buffer));
+}
+
+BufferId GraphBuilder::owned_constant(
+    const memory::desc& desc, std::shared_ptr<const std::vector<float>> values, size_t first) {
+  ODNN_CHECK(
+      values != nullptr && (first * sizeof(float) + desc.get_size()) <= values->size() * sizeof(float),
+      "a derived constant of %zu bytes from float %zu lies outside its %zu floats",
+      desc.get_size(),
+      first,
+      values == nullptr ? size_t{0} : values->size());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(values->data() + first);
+  Buffer buffer;
+  buffer.desc = desc;
+  buffer.storage = Storage::Owned;
+  buffer.owned = std::shared_ptr<const uint8_t>(std::move(values), bytes);
   return add_buffer(std::move(buffer));
 }
 
@@ -553,7 +585,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
           {source_key,
            buffers_[conversion.source].desc,
            packed.desc,
-           conversion.scales == kNoBuffer ? std::vector<uint8_t>() : buffers_[conversion.scales].bytes,
+           conversion.scales == kNoBuffer ? std::vector<uint8_t>() : owned_bytes(buffers_[conversion.scales]),
            conversion.scale_mask,
            conversion.winograd});
     }
@@ -593,7 +625,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
       dnnl::primitive_attr attr;
       attr.set_scales_mask(DNNL_ARG_SRC, conversion.scale_mask);
       const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
-      memory scale_values(scales.desc, engine_, scales.bytes.data());
+      memory scale_values(scales.desc, engine_, const_cast<uint8_t*>(scales.owned.get()));
       dnnl::reorder(pd).execute(
           stream_, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, scale_values}});
     }
@@ -642,9 +674,8 @@ memory GraphBuilder::make_memory(BufferId id, CompiledGraph& graph) {
     }
     case Storage::Owned: {
       ODNN_CHECK(view_bytes == 0, "buffer %u: a block of init-time bytes cannot be a view", id);
-      memory owned(desc, engine_); // oneDNN allocates; graph.memories_ keeps it alive
-      std::memcpy(owned.get_data_handle(), base.bytes.data(), base.bytes.size());
-      return owned;
+      graph.owned_constants_.push_back(base.owned); // no step writes a constant
+      return memory(desc, engine_, const_cast<uint8_t*>(base.owned.get()));
     }
     case Storage::Alias:
       break;
@@ -672,6 +703,9 @@ void GraphBuilder::finish(CompiledGraph& graph) {
     }
     return memories[id];
   };
+  // Exactly: a step is a large record, and a dynamic program keeps several graphs.
+  graph.steps_.reserve(steps_.size());
+  graph.step_names_.reserve(steps_.size());
   for (const RecordedStep& recorded : steps_) {
     graph.step_names_.push_back(event_name(recorded));
     CompiledGraph::PreparedStep step;

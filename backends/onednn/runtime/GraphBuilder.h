@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -44,7 +45,7 @@ enum class Storage : uint8_t {
   Packed,      // a constant converted into another layout, in the graph's block of packed weights
   Program,     // a constant's bytes where the program's named data map keeps them (read only)
   Alias,       // another buffer's bytes under another descriptor
-  Owned,       // small bytes made at init (quantization scales and zero points), owned by the graph
+  Owned,       // bytes made at init (quantization scales and zero points, per-column terms), read only
 };
 
 struct Buffer {
@@ -56,8 +57,9 @@ struct Buffer {
   uint32_t owner_value = kNoValue;                        // the value whose producer defined this buffer
   int64_t first_step = -1;                                // liveness (Arena roots), in recorded-step positions
   int64_t last_step = -1;
-  size_t offset = 0;          // Arena: in the arena; Packed: in the packed weights; Alias: in alias_of's bytes
-  std::vector<uint8_t> bytes; // Owned
+  size_t offset = 0; // Arena: in the arena; Packed: in the packed weights; Alias: in alias_of's bytes
+  // Owned: desc.get_size() bytes, shared with the graphs built later from the same derived values.
+  std::shared_ptr<const uint8_t> owned;
 };
 
 using ArgList = std::vector<std::pair<int, BufferId>>;
@@ -228,9 +230,16 @@ class GraphBuilder {
       uint32_t first, uint32_t second, Derived what, const std::function<std::vector<float>()>& compute);
   // A constant made at init from `desc.get_size()` bytes at `data` (copied).
   BufferId owned_constant(const memory::desc& desc, const void* data);
+  // A constant read in place from `values` (from derived_floats) from float `first` on: a dynamic
+  // program's graphs for other sizes read the same block.
+  BufferId owned_constant(const memory::desc& desc, std::shared_ptr<const std::vector<float>> values, size_t first);
   const memory::desc& buffer_desc(BufferId id) const {
     return buffers_[id].desc;
   }
+  // What steps of this graph can share (the host kernels' primitives for layers of one shape), made
+  // by `make` for the first step of each `key`: an LLM's 16 layers have 5 matmul shapes.
+  std::shared_ptr<const void> shared_by_steps(
+      const std::string& key, const std::function<std::shared_ptr<const void>()>& make);
 
   // Records a primitive to run in order; `pd` gives its scratchpad size.
   void add_primitive(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd, const ArgList& args);
@@ -309,6 +318,7 @@ class GraphBuilder {
   std::vector<bool> widened_; // per value: bf16 in the program, f32 here (widens_bf16())
   int64_t origin_ = -1;
   std::vector<RecordedStep> steps_;
+  std::map<std::string, std::shared_ptr<const void>> shared_by_steps_;
 };
 
 } // namespace executorch::backends::onednn

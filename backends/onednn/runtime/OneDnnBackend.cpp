@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads", "max_isa", "verbose", "winograd" and "int4_products". Registered from a static initializer.
+// "num_threads", "max_isa", "verbose", "winograd" and "int4_products" (and get_option() reports
+// "primitive_cache_capacity"). Registered from a static initializer.
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -52,6 +53,33 @@ int current_verbose_level() {
   return text == nullptr ? 0 : std::atoi(text);
 }
 
+// oneDNN keeps up to 1024 primitives after their last user releases them (its default, made for
+// frameworks that create primitives on every call). Our graphs hold their own primitives, so the cache
+// has only to span one graph's build, where layers of one shape share a primitive; a dynamic LLM makes
+// new primitives for each new prompt length, and with 1024 kept the 1.1B 8da4w program grew to 1469 MB
+// over 58 lengths against 1394 with 256 (BENCHMARKS.md). ONEDNN_PRIMITIVE_CACHE_CAPACITY, which oneDNN
+// reads itself, still decides when set.
+constexpr int kPrimitiveCacheCapacity = 256;
+constexpr char kPrimitiveCacheOption[] = "primitive_cache_capacity"; // get_option() only
+
+void bound_primitive_cache() noexcept {
+  static const bool bounded = [] {
+    if (std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY") != nullptr) {
+      return false;
+    }
+    const dnnl_status_t status = dnnl_set_primitive_cache_capacity(kPrimitiveCacheCapacity);
+    if (status != dnnl_success) { // costs memory only: the programs still run
+      ET_LOG(
+          Error,
+          "OneDnnBackend: oneDNN refused a primitive cache of %d entries (status %d); keeping its default",
+          kPrimitiveCacheCapacity,
+          static_cast<int>(status));
+    }
+    return status == dnnl_success;
+  }();
+  (void)bounded;
+}
+
 class OneDnnBackend final : public runtime::BackendInterface {
  public:
   bool is_available() const override {
@@ -69,6 +97,7 @@ class OneDnnBackend final : public runtime::BackendInterface {
 
   Result<DelegateHandle*> init(
       BackendInitContext& context, FreeableBuffer* processed, ArrayRef<CompileSpec> /*compile_specs*/) const override {
+    bound_primitive_cache();
     std::unique_ptr<DelegateGraph> graph;
     const Error error = run_catching("init failed", [&]() {
       ODNN_CHECK(processed != nullptr, "no payload");
@@ -192,6 +221,20 @@ class OneDnnBackend final : public runtime::BackendInterface {
       }
       if (has_key(option, kInt4ProductsOption)) {
         option.value = static_cast<int>(int4_products());
+        continue;
+      }
+      if (has_key(option, kPrimitiveCacheOption)) {
+        bound_primitive_cache(); // as the first program's init() will
+        int capacity = 0;
+        const dnnl_status_t status = dnnl_get_primitive_cache_capacity(&capacity);
+        if (status != dnnl_success) {
+          ET_LOG(
+              Error,
+              "OneDnnBackend: oneDNN's primitive cache capacity unreadable (status %d)",
+              static_cast<int>(status));
+          return Error::Internal;
+        }
+        option.value = capacity;
         continue;
       }
       if (has_key(option, kMaxIsaOption)) {

@@ -29,14 +29,14 @@ struct Weights {
   std::vector<int8_t> zero_points; // [kN, kK / group], or empty
 };
 
-Weights make_weights(int64_t group = kGroup) {
+Weights make_weights(int64_t group = kGroup, uint64_t seed = 7) {
   Weights w;
   w.group = group;
-  const std::vector<float> noise = random_values(kN * kK, 7);
+  const std::vector<float> noise = random_values(kN * kK, seed);
   for (float v : noise) {
     w.values.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
   }
-  for (float v : random_values(kN * kK / group, 8)) {
+  for (float v : random_values(kN * kK / group, seed + 1)) {
     w.scales.push_back(0.02f + 0.01f * v);
   }
   return w;
@@ -120,10 +120,15 @@ std::vector<float> summed_products(const std::vector<float>& src, int64_t rows, 
 }
 
 std::vector<float> reference(
-    const std::vector<float>& x, int64_t rows, const Weights& w, bool quantize_rows, bool bias) {
+    const std::vector<float>& x,
+    int64_t rows,
+    const Weights& w,
+    bool quantize_rows,
+    bool bias,
+    uint64_t bias_seed = 9) {
   std::vector<float> out = summed_products(quantize_rows ? dequantized_rows(x, rows) : x, rows, w, false);
   if (bias) {
-    const std::vector<float> biases = random_values(kN, 9);
+    const std::vector<float> biases = random_values(kN, bias_seed);
     for (int64_t i = 0; i < rows * kN; ++i) {
       out[i] += biases[i % kN];
     }
@@ -310,6 +315,63 @@ TEST(CompressedMatmul, ADynamicCountOfQuantizedRowsMatchesAtEachCount) {
           reference(x, rows, w, true, true),
           widened ? widening_slack(dequantized_rows(x, rows), rows, w) : std::vector<float>(),
           widened ? 1.0f : 0.0f);
+    }
+  }
+}
+
+TEST(CompressedMatmul, LayersOfOneShapeKeepTheirOwnWeightsAtEachCount) {
+  // Two layers of one shape read one input: on the "fast" setting they share the widened matmul's
+  // primitives and memory objects (GraphBuilder::shared_by_steps), and the graph of each new count
+  // reads the column grids and terms the first graph derived, in place. Each layer must still see its
+  // own weights, scales and bias.
+  constexpr int64_t kMaxRows = 40;
+  const Weights first = make_weights(kGroup, 7), second = make_weights(kGroup, 11);
+  for (const int products : {0, 1}) {
+    const Int4ProductsSetting setting(products);
+    LoadedModel loaded;
+    Model& model = loaded.model;
+    const uint32_t src = model.input({kMaxRows, kK});
+    model.payload.dynamic = true;
+    const uint32_t count = model.payload.symbol(2, kMaxRows);
+    model.payload.symbolic_dim(src, 0, {static_cast<int64_t>(Op::Symbol), count});
+    uint64_t bias_seed = 9;
+    for (const Weights* w : {&first, &second}) {
+      const uint32_t weights = raw_constant(model, {kN, kK}, packed_int4(w->values), DType::S4);
+      const uint32_t scales = model.constant({kN, kK / kGroup}, w->scales);
+      const uint32_t bias = model.constant({kN}, random_values(kN, bias_seed++));
+      const uint32_t dst = model.value({kMaxRows, kN});
+      model.payload.step(
+          Kind::CompressedMatmul,
+          {src, weights, scales, bias},
+          {dst},
+          {ints("group_size", {kGroup}), ints("quantize_rows", {1})});
+      model.output(dst, {kMaxRows, kN});
+      model.payload.symbolic_dim(dst, 0, {static_cast<int64_t>(Op::Symbol), count});
+    }
+    ASSERT_EQ(loaded.init(), executorch::runtime::Error::Ok);
+    for (const int32_t rows : {40, 3, 17, 3}) {
+      std::vector<float> x = random_values(static_cast<size_t>(rows) * kK, 30 + rows);
+      HostTensor input({rows, static_cast<int32_t>(kK)}, x);
+      const std::vector<int32_t> bound{static_cast<int32_t>(kMaxRows), static_cast<int32_t>(kN)};
+      HostTensor first_out(
+          bound, {}, executorch::aten::ScalarType::Float, executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND);
+      HostTensor second_out(
+          bound, {}, executorch::aten::ScalarType::Float, executorch::runtime::TensorShapeDynamism::DYNAMIC_BOUND);
+      HostTensor* outputs[2] = {&first_out, &second_out};
+      ASSERT_EQ(
+          loaded.harness.execute(loaded.handle, {&input, &first_out, &second_out}), executorch::runtime::Error::Ok);
+      const bool widened = products == 0 && widens_int4_weights();
+      for (int i = 0; i < 2; ++i) {
+        SCOPED_TRACE(::testing::Message() << "products " << products << " rows " << rows << " layer " << i);
+        const Weights& w = i == 0 ? first : second;
+        EXPECT_EQ(outputs[i]->sizes(), (std::vector<int32_t>{rows, static_cast<int32_t>(kN)}));
+        const std::vector<float> actual(outputs[i]->data().begin(), outputs[i]->data().begin() + rows * kN);
+        expect_close(
+            actual,
+            reference(x, rows, w, true, true, 9 + i),
+            widened ? widening_slack(dequantized_rows(x, rows), rows, w) : std::vector<float>(),
+            widened ? 1.0f : 0.0f);
+      }
     }
   }
 }

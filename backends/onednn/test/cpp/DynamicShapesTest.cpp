@@ -5,10 +5,13 @@
 // malformed expression.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 #include <gtest/gtest.h>
 
 #include "BackendHarness.h"
@@ -110,6 +113,20 @@ TEST_F(DynamicShapes, MoreSizesThanTheCacheHoldsStayCorrect) {
       ASSERT_EQ(run(rows, result), Error::Ok) << rows << " rows, pass " << pass;
     }
   }
+}
+
+// The primitives of the graphs a dynamic program builds and evicts are not kept by oneDNN's cache
+// beyond 256 of them (OneDnnBackend.cpp): its default of 1024 held ~90 MB of an LLM's.
+TEST_F(DynamicShapes, OneDnnKeepsAtMost256PrimitivesOfReleasedGraphs) {
+  if (std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY") != nullptr) {
+    GTEST_SKIP() << "ONEDNN_PRIMITIVE_CACHE_CAPACITY is set: it decides the capacity";
+  }
+  executorch::runtime::BackendOptions<1> query;
+  query.set_option("primitive_cache_capacity", 0);
+  ASSERT_EQ(executorch::runtime::get_option("OneDnnBackend", query.view()), Error::Ok);
+  int capacity = 0;
+  ASSERT_EQ(query.get_option("primitive_cache_capacity", capacity), Error::Ok);
+  EXPECT_EQ(capacity, 256);
 }
 
 TEST_F(DynamicShapes, SizesOutsideTheRangeAreRefused) {
