@@ -6,15 +6,22 @@ ExecuTorch's runtime:
 
     scripts/run_benchmark.sh --llm --dim 2048 --layers 16 --flows xnnpack-8da4w,onednn-8da4w
 
-Per flow: .pte size, load time, peak RSS of the process that loads and runs it, prefill tokens/s of a
---prompt-token prompt (median of 5 after a warm-up prefill and decode step), decode tokens/s (median
-over --decode-steps steps), the logits' error against the eager fp32 model teacher-forced over the
-same tokens (each step fed the reference token; max |difference| / max |reference logit| per
-position, the mean and the worst over positions; how often the top token agrees), the same error of the
-last logits of prompts of 2, 4, ... of those tokens prefilled at once (the mean), and the weight bytes
-one decode step streams per second, against the machine's memory bandwidth measured here (torch sum
-over 1 GiB on --threads threads, best of 5). Every .pte is loaded and run in a fresh process; exports
+Per flow: .pte size, load time, peak RSS of the process that loads and runs it (prompts of 33 lengths
+in all, as a server meets them), prefill tokens/s of a --prompt-token prompt (median of 5 after a
+warm-up prefill and decode step), decode tokens/s (median over --decode-steps steps), the logits' error
+against the eager fp32 model teacher-forced over --teacher-tokens tokens (each step fed the reference
+token; max |difference| / max |reference logit| per position, the mean and the worst over positions;
+how often the top token agrees), the error of the last logits of every prompt of 2 to --teacher-tokens
+tokens of --error-sequences random sequences prefilled at once (the mean over those prompts of that
+max relative error and of the RMS one, |difference| / |reference logits|: the largest of 32000
+differences moves with single roundings, their norm much less), and the weight bytes one decode step
+streams per second, against the machine's memory bandwidth measured here (torch sum over 1 GiB on
+--threads threads, best of 5). Every .pte is loaded and run in a fresh process; exports
 are cached in --work-dir. Writes a markdown table to --out (and stdout).
+
+The eager-* flows time nothing: they are the errors of the mode's own arithmetic, torchao's
+quantized modules as export_llm makes them (its `quantize` source transformation) run in PyTorch, the
+yardstick for how closely a delegate computes the program it was given.
 
 The measuring processes run with OMP_NUM_THREADS=1: the attention of export_llm's programs
 (llama::custom_sdpa, from the executorch wheel's custom-ops library, which links torch's MKL) calls MKL's
@@ -41,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class LlmFlow:
     name: str
-    backend: str  # "xnnpack" or "onednn"
+    backend: str  # "xnnpack", "onednn", or "eager" (PyTorch runs the quantized model: errors only)
     qmode: str | None
     precision: str = "fp32"  # ours: the partitioner's precision
     int4_products: str = "fast"  # ours: set_int4_products() for the run
@@ -60,6 +67,7 @@ FLOWS = {
         LlmFlow("onednn-4w-bf16", "onednn", "4w", "bf16"),
         LlmFlow("onednn-int8", "onednn", "int8"),
         LlmFlow("onednn-bf16", "onednn", None, "bf16"),
+        LlmFlow("eager-8da4w", "eager", "8da4w"),
     )
 }
 
@@ -124,8 +132,9 @@ def export(flow: LlmFlow, checkpoint: Path, pte: Path, args: argparse.Namespace)
     return time.perf_counter() - start
 
 
-def reference_logits(checkpoint: Path, tokens: list[int], args: argparse.Namespace) -> object:
-    """The eager fp32 model's logits at every position of `tokens`, one forward pass."""
+def eager_model(checkpoint: Path, args: argparse.Namespace, qmode: str | None = None) -> object:
+    """The checkpoint's model in PyTorch, every position's logits out; quantized as export_llm does
+    for `qmode`."""
     import torch
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
@@ -135,8 +144,62 @@ def reference_logits(checkpoint: Path, tokens: list[int], args: argparse.Namespa
         ModelArgs(**params, max_seq_len=args.max_seq_len, max_context_len=args.max_seq_len, generate_full_logits=True)
     ).eval()
     model.load_state_dict(torch.load(checkpoint / "model.pth", mmap=True), strict=False, assign=True)
+    if qmode:
+        from executorch.examples.models.llama.source_transformation.quantize import quantize
+
+        model = quantize(model, qmode, group_size=args.group_size)
+    return model
+
+
+def error_sequences(args: argparse.Namespace) -> object:
+    """The token sequences the errors are measured over, [--error-sequences, --teacher-tokens]."""
+    import torch
+
+    return torch.stack(
+        [
+            torch.randint(0, args.vocab, (args.teacher_tokens,), generator=torch.Generator().manual_seed(2 + index))
+            for index in range(args.error_sequences)
+        ]
+    )
+
+
+def logits_error(logits: object, expected: object) -> tuple[float, float]:
+    """Max |difference| / max |expected| and |difference| / |expected| of one position's logits."""
+    difference = logits.double() - expected.double()
+    return float(difference.abs().max() / expected.abs().max()), float(difference.norm() / expected.double().norm())
+
+
+def error_numbers(decode_rows: list, prefill_rows: list[list], expected: object) -> dict[str, float]:
+    """decode_rows: the teacher-forced logits of the first sequence, a position each; prefill_rows[s]:
+    the last logits of sequence s's prompts of 2, 3, ... tokens."""
+    decode = [logits_error(row, expected[0][position])[0] for position, row in enumerate(decode_rows)]
+    agree = sum(int(row.argmax()) == int(expected[0][position].argmax()) for position, row in enumerate(decode_rows))
+    prefill = [
+        logits_error(row, expected[sequence][length])
+        for sequence, rows in enumerate(prefill_rows)
+        for length, row in enumerate(rows, start=1)
+    ]
+    return {
+        "error_mean": statistics.mean(decode),
+        "error_max": max(decode),
+        "top1_agreement": agree / len(decode_rows),
+        "prefill_error_max": statistics.mean(error for error, _ in prefill),
+        "prefill_error_rms": statistics.mean(error for _, error in prefill),
+    }
+
+
+def measure_eager(qmode: str, checkpoint: Path, reference: Path, args: argparse.Namespace) -> dict[str, float]:
+    """The errors of the quantized model run in PyTorch: each position of one forward pass over a
+    sequence is what a teacher-forced step and a prompt ending there compute (the activations are
+    quantized per token)."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    model = eager_model(checkpoint, args, qmode)
+    expected, tokens = torch.load(reference)
     with torch.no_grad():
-        return model(torch.tensor([tokens]))[0]
+        rows = [model(sequence[None])[0].float() for sequence in tokens]
+    return error_numbers(list(rows[0]), [list(logits[1:]) for logits in rows], expected)
 
 
 def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, float]:
@@ -171,26 +234,22 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
         method.execute([token, torch.tensor([position])])
         steps.append(time.perf_counter() - start)
     expected, tokens = torch.load(reference)
-    errors, agree = [], 0
-    for position, token_id in enumerate(tokens):
-        (logits,) = method.execute([torch.tensor([[token_id]]), torch.tensor([position])])
-        logits = logits.reshape(-1).float()
-        errors.append(float((logits - expected[position]).abs().max() / expected[position].abs().max()))
-        agree += int(logits.argmax()) == int(expected[position].argmax())
-    prefill_errors = []
-    for length in range(2, len(tokens) + 1, 2):
-        (logits,) = method.execute([torch.tensor([tokens[:length]]), torch.tensor([0])])
-        last = logits.reshape(-1, logits.shape[-1])[-1].float()
-        prefill_errors.append(float((last - expected[length - 1]).abs().max() / expected[length - 1].abs().max()))
+    decode_rows = []
+    for position, token_id in enumerate(tokens[0]):
+        (logits,) = method.execute([token_id.reshape(1, 1), torch.tensor([position])])
+        decode_rows.append(logits.reshape(-1).float().clone())
+    prefill_rows = []
+    for sequence in tokens:
+        prefill_rows.append([])
+        for length in range(2, len(sequence) + 1):
+            (logits,) = method.execute([sequence[None, :length], torch.tensor([0])])
+            prefill_rows[-1].append(logits.reshape(-1, logits.shape[-1])[-1].float().clone())
     return {
         "load_s": load_s,
         "prefill_s": statistics.median(prefill),
         "decode_s": statistics.median(steps),
         "peak_rss_mb": peak_rss_mb(),
-        "error_mean": statistics.mean(errors),
-        "error_max": max(errors),
-        "top1_agreement": agree / len(tokens),
-        "prefill_error_mean": statistics.mean(prefill_errors),
+        **error_numbers(decode_rows, prefill_rows, expected),
     }
 
 
@@ -235,6 +294,7 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--decode-steps", type=int, default=128)
     parser.add_argument("--teacher-tokens", type=int, default=32)
+    parser.add_argument("--error-sequences", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--flows", default=",".join(FLOWS))
@@ -242,10 +302,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the table here")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: time one .pte
     parser.add_argument("--reference", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure-eager", help=argparse.SUPPRESS)  # internal: a qmode's eager errors
+    parser.add_argument("--checkpoint", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--int4-products", default="fast", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.reference, args)))
+        return 0
+    if args.measure_eager:
+        print(json.dumps(measure_eager(args.measure_eager, args.checkpoint, args.reference, args)))
         return 0
 
     flows = [FLOWS[name] for name in args.flows.split(",")]
@@ -253,15 +318,17 @@ def main() -> int:
     checkpoint = args.work_dir / shape
     print(f"checkpoint {checkpoint}", flush=True)
     write_checkpoint(checkpoint, args)
-    reference = checkpoint / f"reference-{args.teacher_tokens}.pt"
+    reference = checkpoint / f"reference-{args.error_sequences}x{args.teacher_tokens}.pt"
     if not reference.is_file():
         import torch
 
-        tokens = torch.randint(0, args.vocab, (args.teacher_tokens,), generator=torch.Generator().manual_seed(2))
-        torch.save((reference_logits(checkpoint, tokens.tolist(), args), tokens.tolist()), reference)
+        tokens = error_sequences(args)
+        with torch.no_grad():
+            model = eager_model(checkpoint, args)
+            torch.save((torch.stack([model(sequence[None])[0] for sequence in tokens]), tokens), reference)
     ptes = {flow.name: checkpoint / f"{flow.exported_as or flow.name}-g{args.group_size}.pte" for flow in flows}
     for flow in flows:  # every export first: nothing else runs while a flow is timed
-        if not ptes[flow.name].is_file():
+        if flow.backend != "eager" and not ptes[flow.name].is_file():
             print(f"exporting {flow.name}", flush=True)
             export(flow, checkpoint, ptes[flow.name], args)
     os.sync()  # the exports' writeback would share the memory bus with the first measurements
@@ -270,32 +337,41 @@ def main() -> int:
     for flow in flows:
         pte = ptes[flow.name]
         print(f"measuring {flow.name}", flush=True)
-        command = [sys.executable, "-m", "examples.onednn.llm_benchmark", "--measure", str(pte)]
-        command += ["--reference", str(reference), "--threads", str(args.threads), "--vocab", str(args.vocab)]
+        command = [sys.executable, "-m", "examples.onednn.llm_benchmark", "--reference", str(reference)]
+        command += ["--threads", str(args.threads), "--vocab", str(args.vocab), "--group-size", str(args.group_size)]
+        if flow.backend == "eager":
+            command += ["--measure-eager", flow.qmode, "--checkpoint", str(checkpoint)]
+        else:
+            command += ["--measure", str(pte)]
         command += ["--prompt-tokens", str(args.prompt_tokens), "--decode-steps", str(args.decode_steps)]
         command += ["--int4-products", flow.int4_products]
         environment = dict(os.environ, OMP_NUM_THREADS="1")  # the module docstring says why
         result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True, env=environment)
         numbers = json.loads(result.stdout.strip().splitlines()[-1])
-        size = pte.stat().st_size
-        numbers["pte_mb"] = size / 1e6
-        numbers["decode_gbs"] = streamed_bytes(size, flow, args) / numbers["decode_s"] / 1e9
+        if flow.backend != "eager":
+            size = pte.stat().st_size
+            numbers["pte_mb"] = size / 1e6
+            numbers["decode_gbs"] = streamed_bytes(size, flow, args) / numbers["decode_s"] / 1e9
         rows.append((flow.name, numbers))
     lines = [
         f"Llama-3-shaped, dim {args.dim}, {args.layers} layers, vocab {args.vocab}, group {args.group_size}; "
         f"{args.threads} threads; memory bandwidth {bandwidth:.1f} GB/s (sum over 1 GiB)",
         "",
         "| flow | .pte MB | load s | peak RSS MB | prefill tok/s | decode tok/s | decode GB/s (of bandwidth) |"
-        " logits error mean / max | top-1 agreement | prefill logits error |",
+        " logits error mean / max | top-1 agreement | prompt logits error, max / RMS |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, n in rows:
-        lines.append(
-            f"| {name} | {n['pte_mb']:.0f} | {n['load_s']:.2f} | {n['peak_rss_mb']:.0f} | "
+        timing = (
+            f"{n['pte_mb']:.0f} | {n['load_s']:.2f} | {n['peak_rss_mb']:.0f} | "
             f"{args.prompt_tokens / n['prefill_s']:.1f} | {1 / n['decode_s']:.2f} | "
-            f"{n['decode_gbs']:.1f} ({n['decode_gbs'] / bandwidth:.0%}) | "
-            f"{n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} | "
-            f"{n['prefill_error_mean']:.3e} |"
+            f"{n['decode_gbs']:.1f} ({n['decode_gbs'] / bandwidth:.0%})"
+            if "decode_s" in n
+            else "- | - | - | - | - | -"
+        )
+        lines.append(
+            f"| {name} | {timing} | {n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} | "
+            f"{n['prefill_error_max']:.4e} / {n['prefill_error_rms']:.4e} |"
         )
     table = "\n".join(lines)
     print(table)

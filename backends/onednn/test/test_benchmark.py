@@ -56,3 +56,27 @@ def test_a_run_that_fails_is_reported(tmp_path: Path) -> None:
     assert entry["status"] == "failed" and entry["stage"] == "run"
     assert entry["export_s"] == 0.5  # what the export found is kept
     assert "Error" in entry["reason"]
+
+
+def test_llm_benchmark_compares_each_prompt_with_the_logits_of_its_last_token() -> None:
+    """llm_benchmark's errors: a prompt of L tokens against the reference at position L - 1, the
+    teacher-forced steps position by position over the first sequence."""
+    from examples.onednn.llm_benchmark import error_numbers
+
+    expected = torch.randn(2, 4, 10, generator=torch.Generator().manual_seed(0))
+    decode_rows = list(expected[0])
+    prefill_rows = [list(expected[s][1:]) for s in range(2)]  # prompts of 2, 3, 4 tokens
+    exact = error_numbers(decode_rows, prefill_rows, expected)
+    assert exact == {
+        "error_mean": 0.0,
+        "error_max": 0.0,
+        "top1_agreement": 1.0,
+        "prefill_error_max": 0.0,
+        "prefill_error_rms": 0.0,
+    }
+    prefill_rows[1][2] = expected[1][3] + expected[1][3].norm() / 10**0.5 * 0.6  # the 4-token prompt
+    moved = error_numbers(decode_rows, prefill_rows, expected)
+    offset = expected[1][3].norm() / 10**0.5 * 0.6
+    assert abs(moved["prefill_error_rms"] - float(offset * 10**0.5 / expected[1][3].norm()) / 6) < 1e-6
+    assert abs(moved["prefill_error_max"] - float(offset / expected[1][3].abs().max()) / 6) < 1e-6
+    assert moved["error_mean"] == 0.0
