@@ -17,11 +17,20 @@ from typing import Any
 
 import torch
 
-from ..serialization.schema import TORCH_TO_DTYPE
+from ..serialization.payload import Value
+from ..serialization.schema import TORCH_TO_DTYPE, DType
 from ._common import CliError, load_model, parse_shape, progress
 from ._report import write_html
 
 ELEMENT_BYTES = {dtype: torch_dtype.itemsize for torch_dtype, dtype in TORCH_TO_DTYPE.items()}
+
+
+def stored_bytes(value: Value) -> int:
+    """A constant's bytes in the program: 4-bit values two a byte along the last dim."""
+    if value.dtype == DType.S4:
+        *outer, last = value.dims
+        return math.prod(outer) * ((last + 1) // 2)
+    return ELEMENT_BYTES[value.dtype] * math.prod(value.dims)
 
 
 @dataclass
@@ -112,9 +121,7 @@ def read_methods(buffer: bytes, recorded: bool) -> list[MethodReport]:
                         graph = deserialize(program.backend_delegate_data[delegate.processed.index].data)
                     except (PayloadError, IndexError) as error:
                         raise CliError(f"method {plan.name}: a oneDNN payload is damaged ({error})") from error
-                    weights = sum(
-                        ELEMENT_BYTES[v.dtype] * math.prod(v.dims) for v in graph.values if v.constant_key is not None
-                    )
+                    weights = sum(stored_bytes(v) for v in graph.values if v.constant_key is not None)
                     detail |= {"steps": dict(Counter(step.kind.name for step in graph.steps)), "weight_bytes": weights}
                     outputs = len(graph.outputs)
                 instructions.append(

@@ -162,3 +162,23 @@ def test_the_module_and_the_console_script_run_the_cli() -> None:
     for command in ([sys.executable, "-m", "executorch.backends.onednn"], [str(script)]):
         result = subprocess.run([*command, "inspect", "--help"], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0 and "--compare" in result.stdout, result.stderr
+
+
+def test_inspect_counts_four_bit_weights_at_half_a_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An export-llm program holds S4 constants: inspect reads them as two a byte (it raised KeyError)."""
+    from executorch.backends.onednn import OneDnnPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48, bias=False)).eval()
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)))
+    x = torch.randn(2, 64)
+    edge = to_edge_transform_and_lower(torch.export.export(model, (x,)), partitioner=[OneDnnPartitioner()])
+    pte = tmp_path / "int4.pte"
+    pte.write_bytes(edge.to_executorch().buffer)
+    code, out, _ = _cli(capsys, "inspect", pte, "--json", tmp_path / "r.json")
+    assert code == 0, out
+    (instruction,) = json.loads((tmp_path / "r.json").read_text())["methods"][0]["instructions"]
+    assert instruction["detail"]["steps"].get("COMPRESSED_MATMUL") == 1
+    assert instruction["detail"]["weight_bytes"] == 48 * 64 // 2 + 48 * 2 * 4  # the nibbles, then f32 scales
