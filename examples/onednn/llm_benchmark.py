@@ -21,7 +21,8 @@ are cached in --work-dir. Writes a markdown table to --out (and stdout).
 
 The eager-* flows time nothing: they are the errors of the mode's own arithmetic, torchao's
 quantized modules as export_llm makes them (its `quantize` source transformation) run in PyTorch, the
-yardstick for how closely a delegate computes the program it was given.
+yardstick for how closely a delegate computes the program it was given; with one in --flows, the
+table's last column is each flow of that mode's prompt logits against it.
 
 The measuring processes run with OMP_NUM_THREADS=1: the attention of export_llm's programs
 (llama::custom_sdpa, from the executorch wheel's custom-ops library, which links torch's MKL) calls MKL's
@@ -188,6 +189,29 @@ def error_numbers(decode_rows: list, prefill_rows: list[list], expected: object)
     }
 
 
+def save_prompt_logits(prefill_rows: list[list], args: argparse.Namespace) -> None:
+    """The prompts' last logits, [sequences, lengths, vocab], where --prompt-logits asks."""
+    import torch
+
+    if args.prompt_logits:
+        torch.save(torch.stack([torch.stack(rows) for rows in prefill_rows]), args.prompt_logits)
+
+
+def from_eager(logits: Path, eager: Path) -> dict[str, float]:
+    """How far a flow's prompt logits are from the eager quantized model's: the means over the prompts
+    of logits_error() against them."""
+    import torch
+
+    errors = [
+        logits_error(row, expected)
+        for row, expected in zip(torch.load(logits).flatten(0, 1), torch.load(eager).flatten(0, 1))
+    ]
+    return {
+        "from_eager_max": statistics.mean(error for error, _ in errors),
+        "from_eager_rms": statistics.mean(error for _, error in errors),
+    }
+
+
 def measure_eager(qmode: str, checkpoint: Path, reference: Path, args: argparse.Namespace) -> dict[str, float]:
     """The errors of the quantized model run in PyTorch: each position of one forward pass over a
     sequence is what a teacher-forced step and a prompt ending there compute (the activations are
@@ -199,7 +223,9 @@ def measure_eager(qmode: str, checkpoint: Path, reference: Path, args: argparse.
     expected, tokens = torch.load(reference)
     with torch.no_grad():
         rows = [model(sequence[None])[0].float() for sequence in tokens]
-    return error_numbers(list(rows[0]), [list(logits[1:]) for logits in rows], expected)
+    prefill_rows = [list(logits[1:]) for logits in rows]
+    save_prompt_logits(prefill_rows, args)
+    return error_numbers(list(rows[0]), prefill_rows, expected)
 
 
 def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, float]:
@@ -244,6 +270,7 @@ def measure(pte: Path, reference: Path, args: argparse.Namespace) -> dict[str, f
         for length in range(2, len(sequence) + 1):
             (logits,) = method.execute([sequence[None, :length], torch.tensor([0])])
             prefill_rows[-1].append(logits.reshape(-1, logits.shape[-1])[-1].float().clone())
+    save_prompt_logits(prefill_rows, args)
     return {
         "load_s": load_s,
         "prefill_s": statistics.median(prefill),
@@ -304,6 +331,7 @@ def main() -> int:
     parser.add_argument("--reference", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure-eager", help=argparse.SUPPRESS)  # internal: a qmode's eager errors
     parser.add_argument("--checkpoint", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--prompt-logits", type=Path, help=argparse.SUPPRESS)  # internal: where to save them
     parser.add_argument("--int4-products", default="fast", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -345,6 +373,7 @@ def main() -> int:
             command += ["--measure", str(pte)]
         command += ["--prompt-tokens", str(args.prompt_tokens), "--decode-steps", str(args.decode_steps)]
         command += ["--int4-products", flow.int4_products]
+        command += ["--prompt-logits", str(checkpoint / f"prompt-logits-{flow.name}.pt")]
         environment = dict(os.environ, OMP_NUM_THREADS="1")  # the module docstring says why
         result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True, env=environment)
         numbers = json.loads(result.stdout.strip().splitlines()[-1])
@@ -353,13 +382,19 @@ def main() -> int:
             numbers["pte_mb"] = size / 1e6
             numbers["decode_gbs"] = streamed_bytes(size, flow, args) / numbers["decode_s"] / 1e9
         rows.append((flow.name, numbers))
+    eager_flows = {flow.qmode: flow.name for flow in flows if flow.backend == "eager"}
+    for flow, (name, numbers) in zip(flows, rows):
+        if flow.backend != "eager" and flow.qmode in eager_flows:
+            eager = checkpoint / f"prompt-logits-{eager_flows[flow.qmode]}.pt"
+            numbers.update(from_eager(checkpoint / f"prompt-logits-{name}.pt", eager))
     lines = [
         f"Llama-3-shaped, dim {args.dim}, {args.layers} layers, vocab {args.vocab}, group {args.group_size}; "
         f"{args.threads} threads; memory bandwidth {bandwidth:.1f} GB/s (sum over 1 GiB)",
         "",
         "| flow | .pte MB | load s | peak RSS MB | prefill tok/s | decode tok/s | decode GB/s (of bandwidth) |"
-        " logits error mean / max | top-1 agreement | prompt logits error, max / RMS |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        " logits error mean / max | top-1 agreement | prompt logits error, max / RMS |"
+        " prompt logits from eager-<qmode>, max / RMS |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, n in rows:
         timing = (
@@ -371,7 +406,8 @@ def main() -> int:
         )
         lines.append(
             f"| {name} | {timing} | {n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} | "
-            f"{n['prefill_error_max']:.4e} / {n['prefill_error_rms']:.4e} |"
+            f"{n['prefill_error_max']:.4e} / {n['prefill_error_rms']:.4e} | "
+            + (f"{n['from_eager_max']:.2e} / {n['from_eager_rms']:.2e} |" if "from_eager_max" in n else "- |")
         )
     table = "\n".join(lines)
     print(table)
