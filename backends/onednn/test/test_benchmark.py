@@ -80,3 +80,17 @@ def test_llm_benchmark_compares_each_prompt_with_the_logits_of_its_last_token() 
     assert abs(moved["prefill_error_rms"] - float(offset * 10**0.5 / expected[1][3].norm()) / 6) < 1e-6
     assert abs(moved["prefill_error_max"] - float(offset / expected[1][3].abs().max()) / 6) < 1e-6
     assert moved["error_mean"] == 0.0
+
+
+def test_llm_benchmark_measures_prompt_logits_against_the_eager_models(tmp_path: Path) -> None:
+    from examples.onednn.llm_benchmark import from_eager
+
+    eager = torch.randn(2, 3, 10, generator=torch.Generator().manual_seed(1))
+    torch.save(eager, tmp_path / "eager.pt")
+    torch.save(eager, tmp_path / "same.pt")
+    assert from_eager(tmp_path / "same.pt", tmp_path / "eager.pt") == {"from_eager_max": 0.0, "from_eager_rms": 0.0}
+    scaled = eager.clone()
+    scaled[1, 2] *= 1.5  # one prompt of six, half its logits' size off
+    torch.save(scaled, tmp_path / "scaled.pt")
+    moved = from_eager(tmp_path / "scaled.pt", tmp_path / "eager.pt")
+    assert abs(moved["from_eager_max"] - 0.5 / 6) < 1e-6 and abs(moved["from_eager_rms"] - 0.5 / 6) < 1e-6
