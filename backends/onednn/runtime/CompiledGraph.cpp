@@ -568,7 +568,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.scratch = static_cast<uint8_t*>(handle(3));
       operands.bias = loop.widened_primitives->bias ? static_cast<const float*>(handle(4)) : nullptr;
       operands.dst = static_cast<float*>(target);
-      return widened_int4_matmul(loop.widened, *loop.widened_primitives, operands);
+      return widened_int4_matmul(*loop.widened_primitives, operands);
     }
     case HostLoop::Kind::Int4VectorMatrix: {
       const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };

@@ -304,10 +304,6 @@ void add_widened_matmul(
     const QuantizedRows& quantized,
     const std::shared_ptr<const std::vector<float>>& columns,
     BufferId dst) {
-  struct Plan {
-    WidenedInt4Shape shape; // with its block width
-    std::shared_ptr<const WidenedInt4Primitives> primitives;
-  };
   int threads = 1;
   dnnl_threadpool_interop_get_max_concurrency(&threads);
   const bool bias = step.has_input(3);
@@ -316,24 +312,18 @@ void add_widened_matmul(
   const std::string key = "widened int4 " + std::to_string(op.rows) + "x" + std::to_string(op.k) + "x" +
                           std::to_string(op.n) + "/" + std::to_string(op.group) + (bias ? "+bias" : "") + " on " +
                           std::to_string(threads);
-  const auto plan = std::static_pointer_cast<const Plan>(graph.shared_by_steps(key, [&] {
-    auto made = std::make_shared<Plan>();
-    made->shape = widened_shape(op);
-    made->primitives = make_widened_int4_primitives(graph.engine(), made->shape, bias, threads);
-    return std::shared_ptr<const void>(std::move(made));
-  }));
-  const WidenedInt4Shape& shape = plan->shape;
-  const std::shared_ptr<const WidenedInt4Primitives>& primitives = plan->primitives;
+  const auto primitives = std::static_pointer_cast<const WidenedInt4Primitives>(graph.shared_by_steps(
+      key, [&] { return make_widened_int4_primitives(graph.engine(), widened_shape(op), bias, threads); }));
+  const WidenedInt4Shape& shape = primitives->shape;
   HostLoop loop;
   loop.kind = HostLoop::Kind::WidenedInt4Matmul;
   loop.outer = shape.rows;
-  loop.widened = shape;
   loop.widened_primitives = primitives;
   std::vector<BufferId> more{
       graph.input(op.weights, graph.plain(op.weights)),
       graph.plain_input(op.scales),
       graph.owned_constant(plain_desc({op.n}), columns, 0),
-      graph.scratch(plain_desc({static_cast<int64_t>(widened_int4_scratch_bytes(shape, *primitives))}, DataType::u8))};
+      graph.scratch(plain_desc({static_cast<int64_t>(widened_int4_scratch_bytes(*primitives))}, DataType::u8))};
   if (bias) {
     more.push_back(graph.input_view(step.inputs[3], plain_desc({op.n}), plain_desc({op.n})));
   }

@@ -113,7 +113,6 @@ struct HostLoop {
   bool int4_bias = false;                // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
   CachedAttentionShape cached_attention; // CachedAttention
-  WidenedInt4Shape widened;              // WidenedInt4Matmul
   std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
 

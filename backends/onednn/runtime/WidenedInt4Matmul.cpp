@@ -21,10 +21,13 @@ void point(const dnnl::memory& memory, const void* data) {
 } // namespace
 
 std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
-    const dnnl::engine& engine, WidenedInt4Shape& shape, bool bias, int threads) {
+    const dnnl::engine& engine, const WidenedInt4Shape& wanted, bool bias, int threads) {
   using Prim = WidenedInt4Primitives;
   using dnnl::memory;
   constexpr size_t kBlockBytes = 512 * 1024;
+  auto primitives = std::make_shared<Prim>();
+  WidenedInt4Shape& shape = primitives->shape;
+  shape = wanted;
   const size_t slots_wanted = static_cast<size_t>(std::max(threads, 1));
   const size_t per_thread = ((shape.n + slots_wanted - 1) / slots_wanted + 15) / 16 * 16;
   shape.columns = std::min({std::max<size_t>(16, kBlockBytes / shape.k / 16 * 16), per_thread, shape.n});
@@ -32,7 +35,6 @@ std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
   const auto k = static_cast<memory::dim>(shape.k);
   const memory::desc src({rows, k}, memory::data_type::u8, memory::format_tag::ab);
   const memory::desc row_scales({rows}, memory::data_type::f32, memory::format_tag::a);
-  auto primitives = std::make_shared<Prim>();
   primitives->bias = bias;
   // One thread's matmuls: oneDNN sizes the kernels it creates for the concurrency set on this thread.
   int concurrency = 1;
@@ -89,13 +91,13 @@ std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
   return primitives;
 }
 
-size_t widened_int4_scratch_bytes(const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives) {
-  return primitives.slots.size() * shape.slot_bytes;
+size_t widened_int4_scratch_bytes(const WidenedInt4Primitives& primitives) {
+  return primitives.slots.size() * primitives.shape.slot_bytes;
 }
 
-runtime::Error widened_int4_matmul(
-    const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives, const WidenedInt4Operands& operands) {
+runtime::Error widened_int4_matmul(const WidenedInt4Primitives& primitives, const WidenedInt4Operands& operands) {
   using Prim = WidenedInt4Primitives;
+  const WidenedInt4Shape& shape = primitives.shape;
   const size_t slots = primitives.slots.size();
   const size_t blocks = shape.blocks();
   std::atomic<bool> failed{false};

@@ -39,16 +39,17 @@ struct WidenedInt4Primitives {
     dnnl::stream stream;
     std::vector<dnnl::memory> args[2]; // per Block (full, last), indexed by Arg
   };
+  WidenedInt4Shape shape; // with its block width (columns) and slot_bytes
   Block full, last;
   bool bias = false;
   std::vector<Slot> slots;
 };
 
 // Picks the shape's block width for `threads` threads (every thread a block at least, a block's
-// s8 weights about 512 KiB) and makes the primitives, a slot per thread that has blocks; sets
-// shape.columns and shape.slot_bytes. Throws dnnl::error where oneDNN has no such matmul.
+// s8 weights about 512 KiB) and makes the primitives, a slot per thread that has blocks. Throws
+// dnnl::error where oneDNN has no such matmul.
 std::shared_ptr<WidenedInt4Primitives> make_widened_int4_primitives(
-    const dnnl::engine& engine, WidenedInt4Shape& shape, bool bias, int threads);
+    const dnnl::engine& engine, const WidenedInt4Shape& shape, bool bias, int threads);
 
 struct WidenedInt4Operands {
   const uint8_t* rows = nullptr;        // [rows, k]: the quantized rows plus 128 (u8)
@@ -64,11 +65,10 @@ struct WidenedInt4Operands {
 };
 
 // The arena bytes the matmul needs: a block of s8 weights and oneDNN's scratchpad per slot.
-size_t widened_int4_scratch_bytes(const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives);
+size_t widened_int4_scratch_bytes(const WidenedInt4Primitives& primitives);
 
 // The matmul: each slot widens its share of the blocks and multiplies them on the calling pool's
 // threads. Internal (logged) when oneDNN fails.
-runtime::Error widened_int4_matmul(
-    const WidenedInt4Shape& shape, const WidenedInt4Primitives& primitives, const WidenedInt4Operands& operands);
+runtime::Error widened_int4_matmul(const WidenedInt4Primitives& primitives, const WidenedInt4Operands& operands);
 
 } // namespace executorch::backends::onednn
