@@ -1,15 +1,19 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
 """The benchmark harness (examples/onednn/benchmark.py) end to end on its two smallest models: concurrent
-export processes, forked run processes, the report. Speed is not asserted here (the benchmark's table
-is where it is read); what is checked is that every flow ran, agrees with eager PyTorch, that the
-per-call overhead was measured, and that a flow whose run fails is recorded with its reason while the
-others go on."""
+export processes, forked run processes, the report; and the A/B timing by turns (benchmark_pair.py).
+Speed is not asserted here (the benchmark's table is where it is read); what is checked is that every
+flow ran, agrees with eager PyTorch, that the per-call overhead was measured, and that a flow whose run
+fails is recorded with its reason while the others go on."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from examples.onednn import benchmark
@@ -94,3 +98,52 @@ def test_llm_benchmark_measures_prompt_logits_against_the_eager_models(tmp_path:
     torch.save(scaled, tmp_path / "scaled.pt")
     moved = from_eager(tmp_path / "scaled.pt", tmp_path / "eager.pt")
     assert abs(moved["from_eager_max"] - 0.5 / 6) < 1e-6 and abs(moved["from_eager_rms"] - 0.5 / 6) < 1e-6
+
+
+# --- benchmark_pair: two programs timed by turns -----------------------------------------------------
+def test_pair_benchmark_times_two_settings_of_one_program_by_turns(tmp_path: Path) -> None:
+    """One program loaded twice, its 3x3 convolution direct on side A and by Winograd on side B: both
+    timed, the pairs' ratio inside its interval, the outputs within Winograd's round-off."""
+    from tester import lower
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU()).eval()
+    inputs = (torch.randn(1, 16, 16, 16),)
+    (tmp_path / "model.pte").write_bytes(lower(model, inputs).buffer)
+    torch.save(inputs, tmp_path / "inputs.pt")
+    out = tmp_path / "pair.json"
+    argv = [str(tmp_path / "model.pte"), str(tmp_path / "model.pte"), "--a", "winograd=never", "--b",
+            "winograd=always", "--pairs", "20", "--threads", "1", "--json", str(out)]  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "examples.onednn.benchmark_pair", *argv],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "A/B by pairs" in run.stdout
+    result = json.loads(out.read_text())
+    assert result["pairs"] == 20 and result["a_ms"] > 0 and result["b_ms"] > 0
+    low, high = result["interval"]
+    assert low <= result["a_over_b"] <= high
+    assert result["output_difference"] <= 2e-5
+
+
+def test_pair_benchmark_interval_is_the_medians_order_statistics() -> None:
+    from examples.onednn.benchmark_pair import median_interval
+
+    median, low, high = median_interval([float(v) for v in range(101, 0, -1)])
+    assert (median, low, high) == (51.0, 41.0, 62.0)  # 101 values: ranks 50 -+ 9.85, floor and ceiling
+
+
+def test_pair_benchmark_refuses_unknown_options_and_missing_inputs(tmp_path: Path) -> None:
+    from examples.onednn.benchmark_pair import main, parse_options
+
+    assert parse_options("winograd=never,int4_products=exact") == {"winograd": "never", "int4_products": "exact"}
+    with pytest.raises(ValueError, match="expected name=value"):
+        parse_options("threads=4")
+    (tmp_path / "a.pte").write_bytes(b"")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "a.pte"), str(tmp_path / "a.pte")])  # no inputs.pt beside it

@@ -372,7 +372,8 @@ class SqueezeExcite(nn.Module):
     ("shape", "folded"),
     [
         pytest.param((1, 3, 16, 16), True, id="256_positions_for_8_output_channels"),
-        pytest.param((1, 3, 4, 4), False, id="16_positions_are_not_more_than_twice_8_channels"),
+        pytest.param((1, 3, 7, 7), True, id="49_positions_are_more_than_six_times_8_channels"),
+        pytest.param((1, 3, 6, 6), False, id="36_positions_are_not_more_than_six_times_8_channels"),
         pytest.param((2, 3, 16, 16), False, id="a_batch_of_two_has_gates_per_image"),
     ],
 )
