@@ -30,14 +30,18 @@ from typing import Any
 
 import torch
 
-# The backend options a side may set, by name: each takes one of its setter's words.
-OPTIONS = ("winograd", "int4_products")
+# The backend options a side may set: each one's setter in executorch.backends.onednn (it takes one of
+# the setter's words) and its default word, set again once the side has loaded.
+OPTIONS: dict[str, tuple[str, str]] = {
+    "winograd": ("set_winograd", "default"),
+    "int4_products": ("set_int4_products", "fast"),
+}
 
 
-def setters() -> dict[str, Callable[[str], None]]:
-    from executorch.backends.onednn import set_int4_products, set_winograd
+def setter(name: str) -> Callable[[str], None]:
+    import executorch.backends.onednn as onednn
 
-    return {"winograd": set_winograd, "int4_products": set_int4_products}
+    return getattr(onednn, OPTIONS[name][0])
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -46,7 +50,7 @@ def parse_options(text: str) -> dict[str, str]:
     for item in filter(None, text.split(",")):
         name, sep, value = item.partition("=")
         if not sep or name not in OPTIONS:
-            raise ValueError(f"expected name=value with a name of {OPTIONS}, got {item!r}")
+            raise ValueError(f"expected name=value with a name of {tuple(OPTIONS)}, got {item!r}")
         options[name] = value
     return options
 
@@ -65,16 +69,14 @@ def load(path: Path, options: dict[str, str]) -> tuple[Any, Any]:
     """The program and its forward method, loaded under `options`; the defaults set again after."""
     from executorch.runtime import Runtime
 
-    setter = setters()
-    defaults = {"winograd": "default", "int4_products": "fast"}
     for name, value in options.items():
-        setter[name](value)
+        setter(name)(value)
     try:
         program = Runtime.get().load_program(path)
         return program, program.load_method("forward")
     finally:
         for name in options:
-            setter[name](defaults[name])
+            setter(name)(OPTIONS[name][1])
 
 
 def compare(
@@ -112,13 +114,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("a", type=Path, help="program A (.pte)")
     parser.add_argument("b", type=Path, help="program B (.pte; may be A's file with other --b options)")
     parser.add_argument("--inputs", type=Path, help="torch.save'd inputs (default: inputs.pt beside A)")
-    parser.add_argument("--a", dest="a_options", default="", help=f"A's backend options, name=value,... of {OPTIONS}")
+    names = ",".join(OPTIONS)
+    parser.add_argument("--a", dest="a_options", default="", help=f"A's backend options: name=value,... ({names})")
     parser.add_argument("--b", dest="b_options", default="", help="B's backend options")
     parser.add_argument("--pairs", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
-    a_options, b_options = parse_options(args.a_options), parse_options(args.b_options)
+    try:
+        a_options, b_options = parse_options(args.a_options), parse_options(args.b_options)
+    except ValueError as error:
+        parser.error(str(error))
     inputs_path = args.inputs or args.a.parent / "inputs.pt"
     if not inputs_path.exists():
         parser.error(f"no inputs: {inputs_path} does not exist (pass --inputs)")
