@@ -189,6 +189,11 @@ def error_numbers(decode_rows: list, prefill_rows: list[list], expected: object)
     }
 
 
+def prompt_logits_file(checkpoint: Path, flow_name: str) -> Path:
+    """Where a flow's measuring process saves its prompt logits (--prompt-logits) for from_eager()."""
+    return checkpoint / f"prompt-logits-{flow_name}.pt"
+
+
 def save_prompt_logits(prefill_rows: list[list], args: argparse.Namespace) -> None:
     """The prompts' last logits, [sequences, lengths, vocab], where --prompt-logits asks."""
     import torch
@@ -373,7 +378,7 @@ def main() -> int:
             command += ["--measure", str(pte)]
         command += ["--prompt-tokens", str(args.prompt_tokens), "--decode-steps", str(args.decode_steps)]
         command += ["--int4-products", flow.int4_products]
-        command += ["--prompt-logits", str(checkpoint / f"prompt-logits-{flow.name}.pt")]
+        command += ["--prompt-logits", str(prompt_logits_file(checkpoint, flow.name))]
         environment = dict(os.environ, OMP_NUM_THREADS="1")  # the module docstring says why
         result = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True, env=environment)
         numbers = json.loads(result.stdout.strip().splitlines()[-1])
@@ -385,8 +390,8 @@ def main() -> int:
     eager_flows = {flow.qmode: flow.name for flow in flows if flow.backend == "eager"}
     for flow, (name, numbers) in zip(flows, rows):
         if flow.backend != "eager" and flow.qmode in eager_flows:
-            eager = checkpoint / f"prompt-logits-{eager_flows[flow.qmode]}.pt"
-            numbers.update(from_eager(checkpoint / f"prompt-logits-{name}.pt", eager))
+            eager = prompt_logits_file(checkpoint, eager_flows[flow.qmode])
+            numbers.update(from_eager(prompt_logits_file(checkpoint, name), eager))
     lines = [
         f"Llama-3-shaped, dim {args.dim}, {args.layers} layers, vocab {args.vocab}, group {args.group_size}; "
         f"{args.threads} threads; memory bandwidth {bandwidth:.1f} GB/s (sum over 1 GiB)",
