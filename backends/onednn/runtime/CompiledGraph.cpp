@@ -342,6 +342,12 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
         adaptive_pool_planes(loop, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
       });
       return Error::Ok;
+    case HostLoop::Kind::GlobalAveragePool:
+      parallel_chunks(loop.outer * mean_chunks(loop.extent, loop.inner), 1, [&](size_t begin, size_t end) {
+        sum_pixel_chunks(loop, static_cast<const float*>(source), static_cast<float*>(aux), begin, end);
+      });
+      finish_global_average_pool(loop, aux_values, static_cast<float*>(target));
+      return Error::Ok;
     case HostLoop::Kind::Unary:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
         unary_values(loop.unary, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
@@ -354,6 +360,19 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::GeluTanh:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
         gelu_tanh_values(loop.isa, loop.bf16, source, target, begin, end);
+      });
+      return Error::Ok;
+    case HostLoop::Kind::Activation:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        activation_values(
+            loop.isa,
+            loop.activation,
+            loop.value,
+            loop.upper,
+            static_cast<const float*>(source),
+            static_cast<float*>(target),
+            begin,
+            end);
       });
       return Error::Ok;
     case HostLoop::Kind::ArgReduce:

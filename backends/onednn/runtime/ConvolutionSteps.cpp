@@ -290,6 +290,32 @@ void add_winograd_convolution(
       remake);
 }
 
+void add_vector_matrix_steps(
+    GraphBuilder& graph,
+    const StepRecord& step,
+    DataType type,
+    const memory::dims& a_dims,
+    const memory::desc& b_view,
+    const memory::dims& dst,
+    const PostOps& post_ops,
+    BufferId bias);
+
+// Whether the convolution `step` of `shape` is one image's pixel times constant weights: a 1x1 kernel
+// on a 1x1 image (squeeze-and-excitation's two linear layers), which runs as one row times a matrix on
+// the host (VectorMatrix.h). In the network oneDNN's kernel for it took 7-10 us a call, its code and
+// weights cold in the caches (EfficientNet-B0's 32 of them; 1.7-2 us each in a loop), XNNPACK's 1-2.
+bool is_pixel_times_matrix(
+    const StepRecord& step, GraphBuilder& graph, const ConvolutionShape& shape, DataType type, bool quantized) {
+  bool single_pixel = shape.src[0] == 1 && step.int_scalar("groups") == 1;
+  for (size_t d = 2; d < shape.src.size(); ++d) {
+    single_pixel = single_pixel && shape.src[d] == 1 && shape.dst[d] == 1 && shape.weights[d] == 1;
+  }
+  return single_pixel && !quantized && (type == DataType::f32 || type == DataType::bf16) &&
+         weights_type(type) == type && graph.is_constant(step.inputs[1]) && host_row_isa() != RowIsa::scalar &&
+         (graph.compute_type(step.outputs[0]) == DataType::f32 ||
+          graph.compute_type(step.outputs[0]) == DataType::bf16);
+}
+
 void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
   const ConvolutionShape shape = read_convolution_shape(step, graph, transposed);
   const bool has_bias = step.has_input(2);
@@ -310,6 +336,14 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const int weights_mask = groups > 1 ? 0b11 : 0b1;
   const Quantization quantization = read_quantization(step, graph, weights_mask, shape.channels_out);
   const bool emulated = emulates_int8(graph, step.inputs[0]);
+  if (!transposed && is_pixel_times_matrix(step, graph, shape, type, emulated || !quantization.empty())) {
+    const int64_t channels_in = shape.src[1], channels_out = shape.dst[1];
+    const memory::desc weights_view =
+        permuted_view({channels_out, channels_in}, {1, 0}, graph.data_type(step.inputs[1]));
+    const BufferId bias = has_bias ? graph.input(step.inputs[2], bias_desc) : kNoBuffer;
+    add_vector_matrix_steps(graph, step, type, {1, channels_in}, weights_view, shape.dst, post_ops, bias);
+    return;
+  }
   const uint32_t output = step.outputs[0];
   const bool quantizes_result = emulated && is_int8(graph.data_type(output));
   const Quantization kernel_quantization = emulated ? Quantization() : quantization;

@@ -120,6 +120,11 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
     build_host_values_loop(step, graph, loop);
     return;
   }
+  const auto values = static_cast<size_t>(plain_desc(graph.dims(src)).get_size() / sizeof(float));
+  if (const std::optional<Activation> activation = host_activation(alg, graph.compute_type(step.outputs[0]), values)) {
+    build_host_values_loop(step, graph, activation_loop(*activation, alpha, beta));
+    return;
+  }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta, GraphBuilder::default_attr());
@@ -171,6 +176,23 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   });
 }
 
+// Whether an average pooling of `src` to `dst` takes each image's every pixel in one window, src f32
+// and channels-last (`src_desc`): a global average pooling, which the host computes pixels-first.
+bool averages_each_image(
+    const memory::dims& src,
+    const memory::dims& dst,
+    const memory::dims& kernel,
+    const memory::dims& padding_l,
+    const memory::dims& padding_r,
+    const memory::desc& src_desc) {
+  for (size_t d = 0; d < kernel.size(); ++d) {
+    if (kernel[d] != src[2 + d] || dst[2 + d] != 1 || padding_l[d] != 0 || padding_r[d] != 0) {
+      return false;
+    }
+  }
+  return src_desc.get_data_type() == DataType::f32 && src_desc == channels_last_desc(src);
+}
+
 void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims dst = graph.dims(step.outputs[0]);
@@ -182,6 +204,7 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const memory::dims kernel = spatial_attr(step, "kernel", spatial, 1);
   const memory::dims dilation = dnnl_dilation(step, spatial);
   const memory::dims padding_l = spatial_attr(step, "padding_l", spatial, 0);
+  const memory::dims padding_r = spatial_attr(step, "padding_r", spatial, 0);
   const dnnl::pooling_forward::primitive_desc pd(
       graph.engine(),
       prop_kind::forward_inference,
@@ -192,13 +215,27 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
       kernel,
       dilation,
       padding_l,
-      spatial_attr(step, "padding_r", spatial, 0),
+      padding_r,
       GraphBuilder::default_attr());
   const BufferId source = graph.input(src, src_desc);
   const BufferId target = graph.define(step.outputs[0], pd.dst_desc());
   const auto record = [&]() {
     graph.add_primitive(dnnl::pooling_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
   };
+  if (alg != algorithm::pooling_max &&
+      averages_each_image(graph.dims(src), dst, kernel, padding_l, padding_r, src_desc)) {
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::GlobalAveragePool;
+    loop.outer = static_cast<size_t>(dst[0]);
+    loop.extent = 1;
+    for (size_t d = 0; d < spatial; ++d) {
+      loop.extent *= static_cast<size_t>(graph.dims(src)[2 + d]);
+    }
+    loop.inner = static_cast<size_t>(dst[1]);
+    const auto partial_sums = static_cast<int64_t>(loop.outer * mean_chunks(loop.extent, loop.inner) * loop.inner);
+    graph.add_host_loop(loop, target, source, graph.scratch(plain_desc({partial_sums})));
+    return;
+  }
   if (alg != algorithm::pooling_max) {
     record();
     return;

@@ -341,6 +341,62 @@ ODNN_AVX2 void gelu_tanh_values_avx2(bool bf16, const void* src, void* dst, size
   }
 }
 
+// Below this, exp(-x) overflows: logistic(x) is 0 (exp8 saturates at the largest float instead).
+constexpr float kLogisticZero = -88.7228f;
+
+ODNN_AVX2 inline __m256 logistic8(__m256 z) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 value = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), z))));
+  return _mm256_blendv_ps(value, _mm256_setzero_ps(), _mm256_cmp_ps(z, _mm256_set1_ps(kLogisticZero), _CMP_LT_OQ));
+}
+
+// max and min return their second operand when one is a NaN: the bound goes first, so a NaN stays.
+ODNN_AVX2 inline __m256 hardsigmoid8(__m256 alpha, __m256 beta, __m256 z) {
+  return _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_setzero_ps(), _mm256_fmadd_ps(alpha, z, beta)));
+}
+
+ODNN_AVX2 inline __m256 activation8(Activation activation, __m256 alpha, __m256 beta, __m256 x) {
+  switch (activation) {
+    case Activation::logistic:
+      return logistic8(x);
+    case Activation::swish:
+      return _mm256_mul_ps(x, logistic8(_mm256_mul_ps(alpha, x)));
+    case Activation::hardsigmoid:
+      return hardsigmoid8(alpha, beta, x);
+    case Activation::hardswish:
+      return _mm256_mul_ps(x, hardsigmoid8(alpha, beta, x));
+  }
+  return x;
+}
+
+ODNN_AVX2 void activation_values_avx2(
+    Activation activation, float alpha, float beta, const float* src, float* dst, size_t begin, size_t end) {
+  const __m256 a = _mm256_set1_ps(alpha), b = _mm256_set1_ps(beta);
+  for (size_t at = begin; at < end; at += kLanes2) {
+    const size_t count = std::min(kLanes2, end - at);
+    store8(dst, false, at, count, activation8(activation, a, b, load8(src, false, at, count, 0.0f)));
+  }
+}
+
+float activation_value(Activation activation, float alpha, float beta, float x) {
+  const auto logistic = [](float z) { return z < kLogisticZero ? 0.0f : 1.0f / (1.0f + std::exp(-z)); };
+  const auto hard = [&](float z) {
+    const float y = alpha * z + beta;
+    return y != y ? y : std::min(std::max(y, 0.0f), 1.0f);
+  };
+  switch (activation) {
+    case Activation::logistic:
+      return logistic(x);
+    case Activation::swish:
+      return x * logistic(alpha * x);
+    case Activation::hardsigmoid:
+      return hard(x);
+    case Activation::hardswish:
+      return x * hard(x);
+  }
+  return x;
+}
+
 float gelu_tanh_value(float x) {
   const float z = x * (kGeluLinear + kGeluCubic * x * x);
   return z < kGeluSaturated ? x * 0.0f : x / (1.0f + std::exp(-z));
@@ -419,6 +475,24 @@ void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t 
     } else {
       static_cast<float*>(dst)[i] = gelu_tanh_value(x);
     }
+  }
+}
+
+void activation_values(
+    RowIsa isa,
+    Activation activation,
+    float alpha,
+    float beta,
+    const float* src,
+    float* dst,
+    size_t begin,
+    size_t end) {
+  if (isa != RowIsa::scalar) {
+    activation_values_avx2(activation, alpha, beta, src, dst, begin, end);
+    return;
+  }
+  for (size_t i = begin; i < end; ++i) {
+    dst[i] = activation_value(activation, alpha, beta, src[i]);
   }
 }
 

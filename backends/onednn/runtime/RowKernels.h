@@ -73,4 +73,18 @@ void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const fl
 // out (`bf16`). A NaN stays NaN, +inf stays +inf and -inf becomes NaN, as 0.5 x (1 + tanh(...)) does.
 void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t begin, size_t end);
 
+// The sigmoid family, which oneDNN computes as eltwise primitives: on a small vector (a
+// squeeze-and-excitation gate's few hundred values) its kernel's call costs more than the values.
+enum class Activation : unsigned char {
+  logistic,    // 1 / (1 + exp(-x))
+  swish,       // x * logistic(alpha x)
+  hardsigmoid, // min(max(alpha x + beta, 0), 1)
+  hardswish,   // x * hardsigmoid(x)
+};
+
+// Values [begin, end) of f32 src into dst, as PyTorch computes them at NaN and the infinities (a NaN
+// stays NaN; swish and hardswish of -inf are NaN, -inf times 0). AVX2 with FMA where `isa` has it.
+void activation_values(
+    RowIsa isa, Activation activation, float alpha, float beta, const float* src, float* dst, size_t begin, size_t end);
+
 } // namespace executorch::backends::onednn

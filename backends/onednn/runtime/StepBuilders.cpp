@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "Algorithms.h"
@@ -194,12 +195,50 @@ BufferId required_arg(const ArgList& args, int arg) {
   return buffer;
 }
 
+// Up to this many f32 values an activation of the sigmoid family runs on the host, where oneDNN's
+// eltwise primitive costs more in its call than in its values (a squeeze-and-excitation gate).
+constexpr size_t kHostActivationValues = 4096;
+
+std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values) {
+  if (type != DataType::f32 || values > kHostActivationValues || host_row_isa() == RowIsa::scalar) {
+    return std::nullopt;
+  }
+  switch (alg) {
+    case dnnl::algorithm::eltwise_logistic:
+      return Activation::logistic;
+    case dnnl::algorithm::eltwise_swish:
+      return Activation::swish;
+    case dnnl::algorithm::eltwise_hardsigmoid:
+      return Activation::hardsigmoid;
+    case dnnl::algorithm::eltwise_hardswish:
+      return Activation::hardswish;
+    default:
+      return std::nullopt;
+  }
+}
+
+HostLoop activation_loop(Activation activation, float alpha, float beta) {
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Activation;
+  loop.isa = host_row_isa();
+  loop.activation = activation;
+  loop.value = alpha;
+  loop.upper = beta;
+  return loop;
+}
+
 void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first) {
   const BufferId dst = required_arg(args, DNNL_ARG_DST);
   const memory::desc dst_desc = graph.buffer_desc(dst);
   for (size_t i = first; i < post_ops.entries.size(); ++i) {
     const PostOps::Entry& entry = post_ops.entries[i];
-    if (entry.clamp) {
+    const size_t values = plain_desc(dst_desc.get_dims()).get_size() / sizeof(float);
+    const bool unpadded = dst_desc.get_size() == values * sizeof(float);
+    const std::optional<Activation> activation =
+        entry.binary || !unpadded ? std::nullopt : host_activation(entry.alg, dst_desc.get_data_type(), values);
+    if (activation) {
+      graph.add_host_loop(activation_loop(*activation, entry.alpha, entry.beta), dst, dst);
+    } else if (entry.clamp) {
       HostLoop loop;
       loop.kind = HostLoop::Kind::Clamp;
       loop.value = entry.alpha;

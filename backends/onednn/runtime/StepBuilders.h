@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,13 @@ PostOps read_post_ops(
     bool fold_rows = false);
 // [b..., m, n] -> [1, b... * m, n]: the same plain bytes, every dim but the last folded into rows.
 memory::dims fold_into_rows(const memory::dims& dims);
+// The host kernel (RowKernels.h) for eltwise `alg` on `values` values of `type` where it beats oneDNN's
+// primitive, whose call costs more than a small vector's values: f32, up to 4096 values, the sigmoid
+// family (EfficientNet-B0's and MobileNetV3's squeeze-and-excitation gates).
+std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values);
+// Its host loop, with oneDNN's alpha and beta.
+HostLoop activation_loop(Activation activation, float alpha, float beta);
+
 // Whether fold_into_rows keeps `dims` (left-padded to dst's rank) a valid broadcast of folded dst:
 // its leading dims are dst's or all 1.
 bool folds_into_rows(const memory::dims& dims, const memory::dims& dst);

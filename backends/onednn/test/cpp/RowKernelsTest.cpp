@@ -3,7 +3,8 @@
 // The host row kernels (runtime/RowKernels.h) at every vector width this CPU runs (scalar, AVX2,
 // AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
 // and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros; the tanh
-// GELU's values, non-finite ones included; one row times a packed matrix (runtime/VectorMatrix.h).
+// GELU's and the sigmoid family's values, non-finite ones included; one row times a packed matrix
+// (runtime/VectorMatrix.h).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -285,6 +286,81 @@ TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
     EXPECT_EQ(got[6], 0.0f) << name(isa);
     EXPECT_EQ(got[7], 0.0f) << name(isa);
     EXPECT_NEAR(got[8], reference_gelu_tanh(3.0), 2e-6) << name(isa);
+  }
+}
+
+// The sigmoid family in double, with oneDNN's alpha and beta.
+double reference_activation(Activation activation, double alpha, double beta, double x) {
+  const auto logistic = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
+  const auto hard = [&](double z) { return std::min(std::max(alpha * z + beta, 0.0), 1.0); };
+  switch (activation) {
+    case Activation::logistic:
+      return logistic(x);
+    case Activation::swish:
+      return x * logistic(alpha * x);
+    case Activation::hardsigmoid:
+      return hard(x);
+    case Activation::hardswish:
+      return x * hard(x);
+  }
+  return x;
+}
+
+struct ActivationCase {
+  Activation activation;
+  float alpha, beta; // as PyTorch's modules lower: SiLU swish(1), Hardsigmoid and Hardswish (1/6, 1/2)
+  const char* label;
+};
+const ActivationCase kActivations[] = {
+    {Activation::logistic, 0.0f, 0.0f, "logistic"},
+    {Activation::swish, 1.0f, 0.0f, "swish"},
+    {Activation::hardsigmoid, 1.0f / 6.0f, 0.5f, "hardsigmoid"},
+    {Activation::hardswish, 1.0f / 6.0f, 0.5f, "hardswish"},
+};
+
+TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
+  for (const RowIsa isa : runnable_isas()) {
+    for (const ActivationCase& c : kActivations) {
+      for (const size_t count : {1, 7, 8, 9, 17, 100}) {
+        std::vector<float> x(count), got(count + 1, -7.0f); // one value more: it stays untouched
+        for (size_t i = 0; i < count; ++i) {
+          x[i] = -12.0f + 24.0f * static_cast<float>(i) / static_cast<float>(count);
+        }
+        activation_values(isa, c.activation, c.alpha, c.beta, x.data(), got.data(), 0, count);
+        for (size_t i = 0; i < count; ++i) {
+          const double want = reference_activation(c.activation, c.alpha, c.beta, x[i]);
+          EXPECT_NEAR(got[i], want, 2e-6 * std::max(1.0, std::fabs(want)))
+              << name(isa) << " " << c.label << " count " << count << " x " << x[i];
+        }
+        EXPECT_EQ(got[count], -7.0f) << name(isa) << " " << c.label << " wrote past its range";
+      }
+    }
+  }
+}
+
+TEST(RowKernels, ActivationsOfNonFiniteAndHugeValuesAreWhatPyTorchGives) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x{nan, kInf, -kInf, 200.0f, -200.0f, 0.0f};
+  // PyTorch's sigmoid, silu, hardsigmoid, hardswish of each (silu and hardswish of -inf: -inf * 0).
+  const float want[4][6] = {
+      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f},
+      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f},
+  };
+  for (const RowIsa isa : runnable_isas()) {
+    for (size_t a = 0; a < 4; ++a) {
+      const ActivationCase& c = kActivations[a];
+      std::vector<float> got(x.size(), -7.0f);
+      activation_values(isa, c.activation, c.alpha, c.beta, x.data(), got.data(), 0, x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (std::isnan(want[a][i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << name(isa) << " " << c.label << " of " << x[i] << " = " << got[i];
+        } else {
+          EXPECT_EQ(got[i], want[a][i]) << name(isa) << " " << c.label << " of " << x[i];
+        }
+      }
+    }
   }
 }
 
