@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from executorch.backends.onednn import OneDnnBackend, onednn_preprocess
+from executorch.backends.onednn import OneDnnBackend, effective_isa, onednn_preprocess
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
 from executorch.backends.onednn.serialization.payload import Graph, deserialize
 from executorch.exir.lowered_backend_module import LoweredBackendModule
@@ -25,6 +25,13 @@ from torchao.quantization.pt2e import allow_exported_model_train_eval
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 qd = torch.ops.quantized_decomposed
+
+
+def host_row_kernels_run() -> bool:
+    """Whether the runtime's host vector kernels run (RowKernels.h: AVX2 or more under oneDNN's
+    instruction-set cap): one row times a matrix, the host activations. Below AVX2 oneDNN's
+    convolutions also write blocked layouts rather than channels-last."""
+    return effective_isa().startswith(("avx2", "avx512", "amx", "avx10"))
 
 
 class Fn(nn.Module):

@@ -25,7 +25,7 @@ from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batc
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
-from support import Fn, Record, Variant, describe, execute_traced, preprocessed_with
+from support import Fn, Record, Variant, describe, execute_traced, host_row_kernels_run, preprocessed_with
 from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
@@ -93,7 +93,7 @@ def post_op_count(graph: Graph) -> int:
 def host_post_op_count(graph: Graph) -> int:
     """Post-ops the host computes: those of an f32 1x1 convolution of one image's single pixel, which
     runs as one row times a matrix where AVX2 is available (test_squeeze_excitation.py)."""
-    if not effective_isa().startswith(("avx2", "avx512", "amx", "avx10")):
+    if not host_row_kernels_run():
         return 0
     count = 0
     for step in graph.steps:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 import torch
 from executorch.backends.onednn import effective_isa
-from support import Record, describe, execute_traced
+from support import Record, describe, execute_traced, host_row_kernels_run
 from tester import lower
 from torch import nn
 from torch.nn import functional as F
@@ -55,12 +55,6 @@ def on_one_pixel(record: Record) -> bool:
     return "ih1oh1" in record.problem and "iw1ow1" in record.problem
 
 
-def host_vector_paths_run() -> bool:
-    """The one-row and activation kernels need AVX2 (or more) under oneDNN's instruction-set cap, and
-    below it oneDNN's convolutions write blocked layouts, not the channels-last the pooling takes."""
-    return effective_isa().startswith(("avx2", "avx512", "amx", "avx10"))
-
-
 def _run(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, list[Record]]:
     lowered = lower(model.eval(), (x,))
     assert lowered.delegate_calls == 1 and not lowered.undelegated_compute, lowered.describe()
@@ -83,7 +77,7 @@ def test_global_average_pool_runs_on_the_host_and_matches_eager(model: nn.Module
     torch.manual_seed(0)
     x = torch.randn(shape)
     output, trace = _run(model, x)
-    if host_vector_paths_run():  # below AVX2 oneDNN's convolutions write blocked layouts
+    if host_row_kernels_run():  # below AVX2 oneDNN's convolutions write blocked layouts
         assert not pooling_primitives(trace), describe(trace)
     reference = model(x)
     assert output.shape == reference.shape
@@ -101,7 +95,7 @@ def test_a_nan_or_an_infinity_reaches_only_its_channel() -> None:
     x[0, 5, 0, 13] = float("inf")
     x[0, 9, 13, 0] = float("-inf")
     output, trace = _run(model, x)
-    if host_vector_paths_run():
+    if host_row_kernels_run():
         assert not pooling_primitives(trace), describe(trace)
     reference = model(x)
     assert reference[0, 3].isnan().all() and reference[0, 5].isposinf().all() and reference[0, 9].isneginf().all()
@@ -146,7 +140,7 @@ def test_a_squeeze_excitation_gate_runs_on_the_host(act: nn.Module, gate: nn.Mod
     model = SqueezeExcitation(64, act, gate).eval()
     x = torch.randn(1, 8, 14, 14)
     output, trace = _run(model, x)
-    if host_vector_paths_run():
+    if host_row_kernels_run():
         assert not pooling_primitives(trace), describe(trace)
         assert not [r for r in primitives(trace, "convolution") if on_one_pixel(r)], describe(trace)
         assert not primitives(trace, "eltwise"), describe(trace)
@@ -174,7 +168,7 @@ SPECIALS = [float("nan"), float("inf"), float("-inf"), -200.0, 200.0, 0.0, -88.8
 )
 def test_host_activations_match_eager_at_nan_and_the_infinities(activation: nn.Module) -> None:
     """A linear layer of zero weights hands its bias through, NaN and infinities included."""
-    if not host_vector_paths_run():
+    if not host_row_kernels_run():
         pytest.skip(f"the host activation kernels need AVX2; oneDNN runs {effective_isa()} here")
     linear = nn.Linear(8, len(SPECIALS))
     with torch.no_grad():

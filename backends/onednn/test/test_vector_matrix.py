@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from executorch.backends.onednn import OneDnnPartitioner, effective_isa
-from support import Record, describe, execute_traced
+from support import Record, describe, execute_traced, host_row_kernels_run
 from tester import DEFAULT_TOLERANCE, in_worker, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
@@ -88,16 +88,12 @@ def _matmuls(trace: list[Record]) -> list[Record]:
     return [r for r in trace if r.primitive == "matmul"]
 
 
-def _host_path_runs() -> bool:
-    return effective_isa().startswith(("avx2", "avx512", "amx", "avx10"))
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_one_row_matches_eager(name: str) -> None:
     outputs, expected, trace = _run(name)
     problem = mismatch(name, outputs, expected, DEFAULT_TOLERANCE)
     assert problem is None, f"{problem}\n{describe(trace)}"
-    if _host_path_runs():
+    if host_row_kernels_run():
         assert not _matmuls(trace), describe(trace)
 
 
