@@ -290,6 +290,47 @@ void add_winograd_convolution(
       remake);
 }
 
+// The packed layout a one-row graph reads its weights in: BA16a16b (aCB16b16c), or in a program with
+// dynamic sizes the layout oneDNN packs the same weights in for its several-row graphs, when that is
+// blocks of 16 rows (bf16: 16 pairs of rows) by a multiple of 16 columns (f32 on AVX-512: 64; bf16 on
+// AMX: pairs, 32), so that every size shares one packed copy. Fills the shape's packed_width and
+// paired_rows.
+memory::desc vector_matrix_weights(
+    GraphBuilder& graph, const memory::dims& a_dims, const memory::dims& b_dims, VectorMatrixShape& shape) {
+  const size_t rank = b_dims.size();
+  const DataType type = shape.bf16 ? DataType::bf16 : DataType::f32;
+  const memory::desc narrow(b_dims, type, rank == 2 ? memory::format_tag::BA16a16b : memory::format_tag::aCB16b16c);
+  if (!graph.sizes_vary()) {
+    return narrow;
+  }
+  memory::dims rows = a_dims, result = a_dims;
+  rows[rank - 2] = result[rank - 2] = 2;
+  result[rank - 1] = b_dims[rank - 1];
+  try {
+    const dnnl::matmul::primitive_desc pd(
+        graph.engine(), plain_desc(rows, type), any_desc(b_dims, type), plain_desc(result, DataType::f32));
+    const memory::desc chosen = pd.weights_desc();
+    const memory::dims blocks = chosen.get_inner_blks(), indices = chosen.get_inner_idxs();
+    const memory::dims strides = chosen.get_strides();
+    const int64_t k_dim = static_cast<int64_t>(rank - 2), n_dim = static_cast<int64_t>(rank - 1);
+    const bool paired = blocks.size() == 3 && shape.bf16 && blocks[2] == 2 && indices[2] == k_dim;
+    const int64_t width = blocks.size() >= 2 ? blocks[1] : 0, rows_per_block = paired ? 32 : 16;
+    const int64_t padded_k = (b_dims[rank - 2] + rows_per_block - 1) / rows_per_block * rows_per_block;
+    if (chosen.get_format_kind() == memory::format_kind::blocked && (blocks.size() == 2 || paired) && blocks[0] == 16 &&
+        width % 16 == 0 && indices[0] == k_dim && indices[1] == n_dim && strides[rank - 2] == rows_per_block * width &&
+        strides[rank - 1] == padded_k * width) {
+      shape.packed_width = static_cast<size_t>(width);
+      shape.paired_rows = paired;
+      return chosen;
+    }
+  } catch (const dnnl::error&) {
+    // No several-row kernel to share a layout with: the narrow one.
+  }
+  return narrow;
+}
+
+// One row times constant weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), in f32 or bf16
+// (`type`), the result's post-ops applied after it; `bias` is kNoBuffer or N f32 values.
 void add_vector_matrix_steps(
     GraphBuilder& graph,
     const StepRecord& step,
@@ -298,7 +339,25 @@ void add_vector_matrix_steps(
     const memory::desc& b_view,
     const memory::dims& dst,
     const PostOps& post_ops,
-    BufferId bias);
+    BufferId bias) {
+  const memory::dims& b_dims = b_view.get_dims();
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::VectorMatrix;
+  loop.vector_matrix.isa = host_row_isa();
+  loop.vector_matrix.k = static_cast<size_t>(b_dims[b_dims.size() - 2]);
+  loop.vector_matrix.n = static_cast<size_t>(b_dims.back());
+  loop.vector_matrix.bf16 = type == DataType::bf16;
+  const memory::desc packed = vector_matrix_weights(graph, a_dims, b_dims, loop.vector_matrix);
+  const DataType result_type = graph.compute_type(step.outputs[0]);
+  loop.vector_matrix.dst_bf16 = result_type == DataType::bf16;
+  const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, type));
+  const BufferId weights = graph.input_view(step.inputs[1], b_view, packed);
+  const BufferId result = graph.define(step.outputs[0], plain_desc(dst, result_type));
+  graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
+  ArgList args{{DNNL_ARG_DST, result}};
+  add_plain_post_op_args(post_ops, graph, args);
+  add_post_ops_in_place(graph, post_ops, args);
+}
 
 // Whether the convolution `step` of `shape` is one image's pixel times constant weights: a 1x1 kernel
 // on a 1x1 image (squeeze-and-excitation's two linear layers), which runs as one row times a matrix on
@@ -600,75 +659,6 @@ dnnl::matmul::primitive_desc with_small_rows_weights(
     // No kernel for that layout on this CPU: keep oneDNN's choice.
   }
   return chosen;
-}
-
-// The packed layout a one-row graph reads its weights in: BA16a16b (aCB16b16c), or in a program with
-// dynamic sizes the layout oneDNN packs the same weights in for its several-row graphs, when that is
-// blocks of 16 rows (bf16: 16 pairs of rows) by a multiple of 16 columns (f32 on AVX-512: 64; bf16 on
-// AMX: pairs, 32), so that every size shares one packed copy. Fills the shape's packed_width and
-// paired_rows.
-memory::desc vector_matrix_weights(
-    GraphBuilder& graph, const memory::dims& a_dims, const memory::dims& b_dims, VectorMatrixShape& shape) {
-  const size_t rank = b_dims.size();
-  const DataType type = shape.bf16 ? DataType::bf16 : DataType::f32;
-  const memory::desc narrow(b_dims, type, rank == 2 ? memory::format_tag::BA16a16b : memory::format_tag::aCB16b16c);
-  if (!graph.sizes_vary()) {
-    return narrow;
-  }
-  memory::dims rows = a_dims, result = a_dims;
-  rows[rank - 2] = result[rank - 2] = 2;
-  result[rank - 1] = b_dims[rank - 1];
-  try {
-    const dnnl::matmul::primitive_desc pd(
-        graph.engine(), plain_desc(rows, type), any_desc(b_dims, type), plain_desc(result, DataType::f32));
-    const memory::desc chosen = pd.weights_desc();
-    const memory::dims blocks = chosen.get_inner_blks(), indices = chosen.get_inner_idxs();
-    const memory::dims strides = chosen.get_strides();
-    const int64_t k_dim = static_cast<int64_t>(rank - 2), n_dim = static_cast<int64_t>(rank - 1);
-    const bool paired = blocks.size() == 3 && shape.bf16 && blocks[2] == 2 && indices[2] == k_dim;
-    const int64_t width = blocks.size() >= 2 ? blocks[1] : 0, rows_per_block = paired ? 32 : 16;
-    const int64_t padded_k = (b_dims[rank - 2] + rows_per_block - 1) / rows_per_block * rows_per_block;
-    if (chosen.get_format_kind() == memory::format_kind::blocked && (blocks.size() == 2 || paired) && blocks[0] == 16 &&
-        width % 16 == 0 && indices[0] == k_dim && indices[1] == n_dim && strides[rank - 2] == rows_per_block * width &&
-        strides[rank - 1] == padded_k * width) {
-      shape.packed_width = static_cast<size_t>(width);
-      shape.paired_rows = paired;
-      return chosen;
-    }
-  } catch (const dnnl::error&) {
-    // No several-row kernel to share a layout with: the narrow one.
-  }
-  return narrow;
-}
-
-// One row times constant weights [K, N] (or [1, K, N]) on the host (VectorMatrix.h), in f32 or bf16
-// (`type`), the result's post-ops applied after it; `bias` is kNoBuffer or N f32 values.
-void add_vector_matrix_steps(
-    GraphBuilder& graph,
-    const StepRecord& step,
-    DataType type,
-    const memory::dims& a_dims,
-    const memory::desc& b_view,
-    const memory::dims& dst,
-    const PostOps& post_ops,
-    BufferId bias) {
-  const memory::dims& b_dims = b_view.get_dims();
-  HostLoop loop;
-  loop.kind = HostLoop::Kind::VectorMatrix;
-  loop.vector_matrix.isa = host_row_isa();
-  loop.vector_matrix.k = static_cast<size_t>(b_dims[b_dims.size() - 2]);
-  loop.vector_matrix.n = static_cast<size_t>(b_dims.back());
-  loop.vector_matrix.bf16 = type == DataType::bf16;
-  const memory::desc packed = vector_matrix_weights(graph, a_dims, b_dims, loop.vector_matrix);
-  const DataType result_type = graph.compute_type(step.outputs[0]);
-  loop.vector_matrix.dst_bf16 = result_type == DataType::bf16;
-  const BufferId row = operand(graph, step.inputs[0], a_dims, plain_desc(a_dims, type));
-  const BufferId weights = graph.input_view(step.inputs[1], b_view, packed);
-  const BufferId result = graph.define(step.outputs[0], plain_desc(dst, result_type));
-  graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
-  ArgList args{{DNNL_ARG_DST, result}};
-  add_plain_post_op_args(post_ops, graph, args);
-  add_post_ops_in_place(graph, post_ops, args);
 }
 
 } // namespace

@@ -289,33 +289,34 @@ TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
   }
 }
 
-// The sigmoid family in double, with oneDNN's alpha and beta.
-double reference_activation(Activation activation, double alpha, double beta, double x) {
-  const auto logistic = [](double z) { return 1.0 / (1.0 + std::exp(-z)); };
-  const auto hard = [&](double z) { return std::min(std::max(alpha * z + beta, 0.0), 1.0); };
-  switch (activation) {
-    case Activation::logistic:
-      return logistic(x);
-    case Activation::swish:
-      return x * logistic(alpha * x);
-    case Activation::hardsigmoid:
-      return hard(x);
-    case Activation::hardswish:
-      return x * hard(x);
-  }
-  return x;
+// The sigmoid family in double, with oneDNN's alpha and beta, as PyTorch's modules lower: SiLU is
+// swish(1), Hardsigmoid and Hardswish (1/6, 1/2).
+double logistic(double z) {
+  return 1.0 / (1.0 + std::exp(-z));
+}
+double hard(double alpha, double beta, double z) {
+  return std::min(std::max(alpha * z + beta, 0.0), 1.0);
 }
 
 struct ActivationCase {
   Activation activation;
-  float alpha, beta; // as PyTorch's modules lower: SiLU swish(1), Hardsigmoid and Hardswish (1/6, 1/2)
+  float alpha, beta;
   const char* label;
+  double (*reference)(double alpha, double beta, double x);
 };
 const ActivationCase kActivations[] = {
-    {Activation::logistic, 0.0f, 0.0f, "logistic"},
-    {Activation::swish, 1.0f, 0.0f, "swish"},
-    {Activation::hardsigmoid, 1.0f / 6.0f, 0.5f, "hardsigmoid"},
-    {Activation::hardswish, 1.0f / 6.0f, 0.5f, "hardswish"},
+    {Activation::logistic, 0.0f, 0.0f, "logistic", [](double, double, double x) { return logistic(x); }},
+    {Activation::swish, 1.0f, 0.0f, "swish", [](double a, double, double x) { return x * logistic(a * x); }},
+    {Activation::hardsigmoid,
+     1.0f / 6.0f,
+     0.5f,
+     "hardsigmoid",
+     [](double a, double b, double x) { return hard(a, b, x); }},
+    {Activation::hardswish,
+     1.0f / 6.0f,
+     0.5f,
+     "hardswish",
+     [](double a, double b, double x) { return x * hard(a, b, x); }},
 };
 
 TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
@@ -328,7 +329,7 @@ TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
         }
         activation_values(isa, c.activation, c.alpha, c.beta, x.data(), got.data(), 0, count);
         for (size_t i = 0; i < count; ++i) {
-          const double want = reference_activation(c.activation, c.alpha, c.beta, x[i]);
+          const double want = c.reference(c.alpha, c.beta, x[i]);
           EXPECT_NEAR(got[i], want, 2e-6 * std::max(1.0, std::fabs(want)))
               << name(isa) << " " << c.label << " count " << count << " x " << x[i];
         }
