@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from executorch.backends.onednn import effective_isa
+from executorch.backends.onednn import OneDnnPartitioner, effective_isa
 from support import Record, describe, execute_traced, host_row_kernels_run
 from tester import lower
 from torch import nn
@@ -147,6 +147,21 @@ def test_a_squeeze_excitation_gate_runs_on_the_host(act: nn.Module, gate: nn.Mod
     reference = model(x)
     error = (output - reference).abs().max().item()
     assert error <= TOLERANCE * reference.abs().max().item(), f"max error {error}\n{describe(trace)}"
+
+
+def test_a_gate_lowered_in_bf16_matches_fp32_eager() -> None:
+    """precision="bf16": the gate's 1x1 layers take bf16 rows and weights on the host (f32 sums)."""
+    if not effective_isa().startswith(("avx512_core_bf16", "avx512_core_amx", "avx2_vnni_2", "avx10")):
+        pytest.skip(f"bf16 compute needs AVX512-BF16, AVX2-VNNI-2 or AMX; oneDNN runs {effective_isa()} here")
+    torch.manual_seed(0)
+    model = SqueezeExcitation(64, nn.SiLU(), nn.Sigmoid()).eval()
+    x = torch.randn(1, 8, 14, 14)
+    lowered = lower(model, (x,), OneDnnPartitioner(precision="bf16"))
+    (output,), trace = execute_traced(lowered.buffer, (x,))
+    assert not [r for r in primitives(trace, "convolution") if on_one_pixel(r)], describe(trace)
+    reference = model(x)
+    error = (output.float() - reference).abs().max().item()
+    assert error <= 2e-2 * reference.abs().max().item(), f"max error {error}\n{describe(trace)}"
 
 
 def test_a_batch_of_pixels_stays_with_onednn() -> None:
