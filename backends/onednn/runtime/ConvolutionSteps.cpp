@@ -290,6 +290,15 @@ void add_winograd_convolution(
       remake);
 }
 
+// Whether one row in `type` times the constant `weights` giving `output` can run on the host
+// (VectorMatrix.h): f32 or bf16 throughout, not quantized, a CPU with AVX2 or more.
+bool runs_row_times_matrix(GraphBuilder& graph, DataType type, uint32_t weights, uint32_t output, bool quantized) {
+  const DataType result = graph.compute_type(output);
+  return !quantized && (type == DataType::f32 || type == DataType::bf16) && weights_type(type) == type &&
+         graph.is_constant(weights) && (result == DataType::f32 || result == DataType::bf16) &&
+         host_row_isa() != RowIsa::scalar;
+}
+
 // The packed layout a one-row graph reads its weights in: BA16a16b (aCB16b16c), or in a program with
 // dynamic sizes the layout oneDNN packs the same weights in for its several-row graphs, when that is
 // blocks of 16 rows (bf16: 16 pairs of rows) by a multiple of 16 columns (f32 on AVX-512: 64; bf16 on
@@ -369,10 +378,7 @@ bool is_pixel_times_matrix(
   for (size_t d = 2; d < shape.src.size(); ++d) {
     single_pixel = single_pixel && shape.src[d] == 1 && shape.dst[d] == 1 && shape.weights[d] == 1;
   }
-  return single_pixel && !quantized && (type == DataType::f32 || type == DataType::bf16) &&
-         weights_type(type) == type && graph.is_constant(step.inputs[1]) && host_row_isa() != RowIsa::scalar &&
-         (graph.compute_type(step.outputs[0]) == DataType::f32 ||
-          graph.compute_type(step.outputs[0]) == DataType::bf16);
+  return single_pixel && runs_row_times_matrix(graph, type, step.inputs[1], step.outputs[0], quantized);
 }
 
 void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
@@ -734,10 +740,8 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
                     std::accumulate(bias_dims.begin(), bias_dims.end(), int64_t{1}, std::multiplies<>()) == n);
   // One f32 or bf16 row times constant weights: a host loop streams them about twice as fast as
   // oneDNN 3.13.1's kernels for M = 1 (VectorMatrix.h).
-  if (rows == 1 && !fold_rows && one_weight_matrix && graph.is_constant(b) &&
-      (type == DataType::f32 || type == DataType::bf16) && b_type == type && !emulated && kernel_quantization.empty() &&
-      (graph.compute_type(output) == DataType::f32 || graph.compute_type(output) == DataType::bf16) &&
-      bias_per_column && host_row_isa() != RowIsa::scalar) {
+  if (rows == 1 && !fold_rows && one_weight_matrix && bias_per_column &&
+      runs_row_times_matrix(graph, type, b, output, emulated || !kernel_quantization.empty())) {
     const BufferId bias =
         has_bias ? operand(graph, step.inputs[2], bias_dims, plain_desc(bias_dims, DataType::f32)) : kNoBuffer;
     add_vector_matrix_steps(graph, step, type, a_dims, b_view, dst, post_ops, bias);

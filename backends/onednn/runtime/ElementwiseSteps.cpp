@@ -205,6 +205,26 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const memory::dims dilation = dnnl_dilation(step, spatial);
   const memory::dims padding_l = spatial_attr(step, "padding_l", spatial, 0);
   const memory::dims padding_r = spatial_attr(step, "padding_r", spatial, 0);
+  if (alg != algorithm::pooling_max &&
+      averages_each_image(graph.dims(src), dst, kernel, padding_l, padding_r, src_desc)) {
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::GlobalAveragePool;
+    loop.outer = static_cast<size_t>(dst[0]);
+    loop.extent = 1;
+    for (size_t d = 0; d < spatial; ++d) {
+      loop.extent *= static_cast<size_t>(graph.dims(src)[2 + d]);
+    }
+    loop.inner = static_cast<size_t>(dst[1]);
+    const auto partial_sums = static_cast<int64_t>(loop.outer * mean_chunks(loop.extent, loop.inner) * loop.inner);
+    // dst [N, C, 1, 1] as oneDNN's pooling writes it: plain where the layout plan says so, else
+    // channels-last like src (the same bytes either way).
+    const memory::desc wanted = graph.dst_layout(step.outputs[0], type);
+    const BufferId source = graph.input(src, src_desc);
+    const BufferId target = graph.define(
+        step.outputs[0], wanted.get_format_kind() == memory::format_kind::any ? channels_last_desc(dst) : wanted);
+    graph.add_host_loop(loop, target, source, graph.scratch(plain_desc({partial_sums})));
+    return;
+  }
   const dnnl::pooling_forward::primitive_desc pd(
       graph.engine(),
       prop_kind::forward_inference,
@@ -222,20 +242,6 @@ void build_pooling(const StepRecord& step, GraphBuilder& graph) {
   const auto record = [&]() {
     graph.add_primitive(dnnl::pooling_forward(pd), pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, target}});
   };
-  if (alg != algorithm::pooling_max &&
-      averages_each_image(graph.dims(src), dst, kernel, padding_l, padding_r, src_desc)) {
-    HostLoop loop;
-    loop.kind = HostLoop::Kind::GlobalAveragePool;
-    loop.outer = static_cast<size_t>(dst[0]);
-    loop.extent = 1;
-    for (size_t d = 0; d < spatial; ++d) {
-      loop.extent *= static_cast<size_t>(graph.dims(src)[2 + d]);
-    }
-    loop.inner = static_cast<size_t>(dst[1]);
-    const auto partial_sums = static_cast<int64_t>(loop.outer * mean_chunks(loop.extent, loop.inner) * loop.inner);
-    graph.add_host_loop(loop, target, source, graph.scratch(plain_desc({partial_sums})));
-    return;
-  }
   if (alg != algorithm::pooling_max) {
     record();
     return;

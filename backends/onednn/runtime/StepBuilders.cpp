@@ -232,8 +232,9 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
   const memory::desc dst_desc = graph.buffer_desc(dst);
   for (size_t i = first; i < post_ops.entries.size(); ++i) {
     const PostOps::Entry& entry = post_ops.entries[i];
-    const size_t values = plain_desc(dst_desc.get_dims()).get_size() / sizeof(float);
-    const bool unpadded = dst_desc.get_size() == values * sizeof(float);
+    const memory::desc plain = plain_desc(dst_desc.get_dims(), dst_desc.get_data_type());
+    const size_t values = plain.get_size() / memory::data_type_size(dst_desc.get_data_type());
+    const bool unpadded = dst_desc.get_size() == plain.get_size();
     const std::optional<Activation> activation =
         entry.binary || !unpadded ? std::nullopt : host_activation(entry.alg, dst_desc.get_data_type(), values);
     if (activation) {
