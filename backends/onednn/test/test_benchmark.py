@@ -1,7 +1,8 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
 """The benchmark harness (examples/onednn/benchmark.py) end to end on its two smallest models: concurrent
-export processes, forked run processes, the report; and the A/B timing by turns (benchmark_pair.py).
+export processes, forked run processes, the report; the A/B timing by turns (benchmark_pair.py); and the
+runtimes taking turns in one process (benchmark_rounds.py).
 Speed is not asserted here (the benchmark's table is where it is read); what is checked is that every
 flow ran, agrees with eager PyTorch, that the per-call overhead was measured, and that a flow whose run
 fails is recorded with its reason while the others go on."""
@@ -147,3 +148,48 @@ def test_pair_benchmark_refuses_unknown_options_and_missing_inputs(tmp_path: Pat
     (tmp_path / "a.pte").write_bytes(b"")
     with pytest.raises(SystemExit):
         main([str(tmp_path / "a.pte"), str(tmp_path / "a.pte")])  # no inputs.pt beside it
+
+
+# --- benchmark_rounds: the runtimes taking turns in one process --------------------------------------
+def test_rounds_benchmark_times_each_flow_in_turn_and_checks_its_outputs(tmp_path: Path) -> None:
+    from torch import nn
+
+    from examples.onednn.benchmark_rounds import main
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)).eval()
+    inputs = (torch.randn(1, 8, 12, 12),)
+    model_dir = tmp_path / "tiny"
+    model_dir.mkdir()
+    torch.save(inputs, model_dir / "inputs.pt")
+    with torch.no_grad():
+        torch.save([model(*inputs)], model_dir / "reference.pt")
+    for flow in ("onednn", "xnnpack"):
+        FLOWS[flow].export(model, inputs, model_dir / f"{flow}.pte")
+    out = tmp_path / "rounds.json"
+
+    results = main(["--work-dir", str(tmp_path), "--models", "tiny", "--flows", "onednn,xnnpack", "--rounds", "3",
+                    "--calls", "2", "--threads", "1", "--json", str(out)])  # fmt: skip
+
+    assert json.loads(out.read_text()) == results
+    tiny = results["tiny"]
+    assert list(tiny["flows"]) == ["onednn", "xnnpack"]
+    for entry in tiny["flows"].values():
+        assert len(entry["round_ms"]) == 3 and all(ms > 0 for ms in entry["round_ms"])
+        assert entry["max_rel_error"] <= 1e-5
+    ratio = tiny["first_vs_best_other"]
+    assert ratio["flow"] == "onednn" and len(ratio["per_round"]) == 3
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    xnnpack, ours = tiny["flows"]["xnnpack"]["round_ms"], tiny["flows"]["onednn"]["round_ms"]
+    assert ratio["per_round"] == [theirs / mine for theirs, mine in zip(xnnpack, ours, strict=True)]
+
+
+def test_rounds_benchmark_refuses_eager_and_missing_artifacts(tmp_path: Path) -> None:
+    from examples.onednn.benchmark_rounds import main
+
+    with pytest.raises(SystemExit):
+        main(["--work-dir", str(tmp_path), "--models", "mlp", "--flows", "onednn,eager"])
+    (tmp_path / "mlp").mkdir()
+    torch.save((torch.randn(2, 4),), tmp_path / "mlp" / "inputs.pt")
+    with pytest.raises(FileNotFoundError, match=r"onednn\.pte does not exist"):
+        main(["--work-dir", str(tmp_path), "--models", "mlp", "--flows", "onednn", "--threads", "1"])
