@@ -16,8 +16,13 @@ Each flow's first output is checked against the eager reference, so a wrong prog
 
 Only artifacts that need no torch thread pool take part: eager PyTorch computes on torch's OpenMP pool,
 whose workers keep spinning between calls on the cores the other runtimes use (backends/onednn/README.md,
-"Known issues"); time it with `benchmark.py`. The pair timing of two builds or settings of one program is
-`benchmark_pair.py`.
+"Known issues"); time it with `benchmark.py`. ONNX Runtime can take part (`--flows
+onednn,xnnpack,onnxruntime`) but is left out by default: with its session in the process the flow after
+it ran slower, even after a pause (AMD Zen 4, MobileNetV3-small, 8 rounds: ours 1.03 ms a call, the
+median of the rounds, with XNNPACK alone, 1.61 with ONNX Runtime before it; BENCHMARKS.md, "The Zen 4
+once more"), so
+compare with it in `benchmark.py`'s separate processes. The pair timing of two builds or settings of
+one program is `benchmark_pair.py`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import torch
 from examples.onednn.benchmark_flows import FLOWS, RunFn
 
 ROUND_FLOWS = ("onednn", "xnnpack", "onnxruntime")
+DEFAULT_FLOWS = ("onednn", "xnnpack")
 
 
 def max_relative_error(outputs: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
@@ -57,14 +63,18 @@ def load_runs(model_dir: Path, flows: list[str], threads: int) -> dict[str, RunF
     return runs
 
 
-def time_rounds(runs: dict[str, RunFn], rounds: int, calls: int, warmup: int = 3) -> dict[str, list[float]]:
-    """Each flow's median call (ms) in every round; within a round the flows run one after another."""
+def time_rounds(
+    runs: dict[str, RunFn], rounds: int, calls: int, pause_s: float, warmup: int = 3
+) -> dict[str, list[float]]:
+    """Each flow's median call (ms) in every round; within a round the flows run one after another, with
+    `pause_s` of sleep before each flow's calls."""
     for run in runs.values():
         for _ in range(warmup):
             run()
     medians: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
         for name, run in runs.items():
+            time.sleep(pause_s)
             times = []
             for _ in range(calls):
                 start = time.perf_counter()
@@ -81,11 +91,13 @@ def first_against_best_other(medians: dict[str, list[float]]) -> dict[str, Any]:
             "min": min(per_round), "max": max(per_round)}  # fmt: skip
 
 
-def measure_model(model_dir: Path, flows: list[str], threads: int, rounds: int, calls: int) -> dict[str, Any]:
+def measure_model(
+    model_dir: Path, flows: list[str], threads: int, rounds: int, calls: int, pause_s: float
+) -> dict[str, Any]:
     runs = load_runs(model_dir, flows, threads)
     reference = torch.load(model_dir / "reference.pt")
     errors = {name: max_relative_error(run(), reference) for name, run in runs.items()}
-    medians = time_rounds(runs, rounds, calls)
+    medians = time_rounds(runs, rounds, calls, pause_s)
     result: dict[str, Any] = {
         "rounds": rounds,
         "calls": calls,
@@ -108,10 +120,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work-dir", type=Path, required=True, help="benchmark.py's --work-dir")
     parser.add_argument("--models", required=True, help="comma-separated")
-    parser.add_argument("--flows", default=",".join(ROUND_FLOWS), help=f"the first is compared: {ROUND_FLOWS}")
+    parser.add_argument("--flows", default=",".join(DEFAULT_FLOWS), help=f"of {ROUND_FLOWS}; the first is compared")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=30, help="calls of each flow per round")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds of sleep before each flow's calls")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     flows = args.flows.split(",")
@@ -123,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results = {}
     for model in args.models.split(","):
-        result = measure_model(args.work_dir / model, flows, args.threads, args.rounds, args.calls)
+        result = measure_model(args.work_dir / model, flows, args.threads, args.rounds, args.calls, args.pause)
         results[model] = result
         times = ", ".join(f"{name} {entry['median_ms']:.3f} ms" for name, entry in result["flows"].items())
         line = f"{model} ({args.rounds} rounds of {args.calls} calls): {times}"
