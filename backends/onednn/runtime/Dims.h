@@ -60,6 +60,45 @@ inline memory::desc canonical(const memory::desc& desc) {
   return plain_desc(dims, desc.get_data_type());
 }
 
+// Where each element of `desc` sits, as one stride per dim, when strides alone can say it: a strided
+// desc's own, or a blocked one's whose single inner block holds its whole dim (aBcd16b of 16 channels
+// stores each pixel's 16 values together, as channels-last does). Empty for other layouts.
+inline memory::dims element_strides(const memory::desc& desc) {
+  if (desc.get_format_kind() != memory::format_kind::blocked || desc.get_submemory_offset() != 0) {
+    return {};
+  }
+  memory::dims strides = desc.get_strides();
+  const memory::dims blocks = desc.get_inner_blks(), indices = desc.get_inner_idxs();
+  if (blocks.empty()) {
+    return strides;
+  }
+  const memory::dims dims = desc.get_dims(), padded = desc.get_padded_dims();
+  const auto blocked = static_cast<size_t>(indices[0]);
+  if (blocks.size() != 1 || dims[blocked] != blocks[0] || padded[blocked] != blocks[0]) {
+    return {};
+  }
+  strides[blocked] = 1;
+  return strides;
+}
+
+// Whether `a` and `b` put every element at the same offset, so that a value stored one way is already
+// the other, with no copy (oneDNN's reorder between them would copy every byte).
+inline bool same_element_offsets(const memory::desc& a, const memory::desc& b) {
+  if (a.get_data_type() != b.get_data_type() || a.get_dims() != b.get_dims() || a.get_size() != b.get_size()) {
+    return false;
+  }
+  const memory::dims dims = a.get_dims(), strides_a = element_strides(a), strides_b = element_strides(b);
+  if (strides_a.empty() || strides_b.empty()) {
+    return false;
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != 1 && strides_a[d] != strides_b[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Channels-last ([N, C, spatial...] stored N, spatial..., C; "acdb" for 4-D): the layout oneDNN's
 // convolutions pick on AVX2 and AVX-512. Rank 3 and up.
 inline memory::desc channels_last_desc(const memory::dims& dims, DataType type = DataType::f32) {

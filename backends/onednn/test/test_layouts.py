@@ -744,6 +744,37 @@ def test_downsampling_image_stems_read_the_input_in_place_on_avx512(name: str) -
         assert not is_plain(src), describe(trace)
 
 
+# 6b. a value whose blocked layout places every element where channels-last does (aBcd16b of exactly 16
+# channels: MobileNetV3's stem on AVX-512) is read by a channels-last layer as it is, with no copy
+# (GraphBuilder::as_layout, same_element_offsets in runtime/Dims.h).
+class SixteenChannelStem(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 2, padding=1)
+        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.depthwise(F.hardswish(self.stem(x))) + 1.0
+
+
+def test_sixteen_blocked_channels_are_read_channels_last_without_a_copy() -> None:
+    torch.manual_seed(0)
+    model = SixteenChannelStem().eval()
+    x = torch.randn(1, 3, 40, 40)
+    with torch.no_grad():
+        expected = [model(x)]
+    lowered = lower(model, (x,))
+    outputs, trace = execute_traced(lowered.buffer, (x,))
+    problem = mismatch("16-channel stem", outputs, expected, DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    copies_of_stem = [r for r in trace if r.primitive == "reorder" and dict(r.layouts)["src"] == "aBcd16b"]
+    assert not copies_of_stem, describe(trace)  # (the result's conversion to plain for the caller remains)
+    stem, depthwise = [r for r in trace if r.primitive == "convolution"]
+    if effective_isa().startswith(("avx512", "amx")):  # where the stem reads the image in place
+        assert dict(stem.layouts)["dst"] == "aBcd16b", describe(trace)
+        assert dict(depthwise.layouts)["src"] == "acdb", describe(trace)
+
+
 # 7. a broadcast over a dim between two kept ones (a rotary table [1, S, 1, D] times a query [1, S, H, D]):
 # oneDNN has only its reference binary loop for it, so the table is copied to full size first
 # (ops/rules.py, broadcasts_between_kept_dims).
