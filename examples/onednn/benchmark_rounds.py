@@ -20,9 +20,8 @@ whose workers keep spinning between calls on the cores the other runtimes use (b
 onednn,xnnpack,onnxruntime`) but is left out by default: with its session in the process the flow after
 it ran slower, even after a pause (AMD Zen 4, MobileNetV3-small, 8 rounds: ours 1.03 ms a call, the
 median of the rounds, with XNNPACK alone, 1.61 with ONNX Runtime before it; BENCHMARKS.md, "The Zen 4
-once more"), so
-compare with it in `benchmark.py`'s separate processes. The pair timing of two builds or settings of
-one program is `benchmark_pair.py`.
+once more"), so compare with it in `benchmark.py`'s separate processes. The pair timing of two builds
+or settings of one program is `benchmark_pair.py`.
 """
 
 from __future__ import annotations
@@ -37,14 +36,10 @@ from typing import Any
 import torch
 
 from examples.onednn.benchmark_flows import FLOWS, RunFn
+from examples.onednn.benchmark_worker import max_relative_error
 
 ROUND_FLOWS = ("onednn", "xnnpack", "onnxruntime")
 DEFAULT_FLOWS = ("onednn", "xnnpack")
-
-
-def max_relative_error(outputs: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
-    largest = max(float(r.abs().max()) for r in reference) or 1.0
-    return max(float((o.float() - r.float()).abs().max()) for o, r in zip(outputs, reference, strict=True)) / largest
 
 
 def load_runs(model_dir: Path, flows: list[str], threads: int) -> dict[str, RunFn]:

@@ -106,7 +106,7 @@ def _time_runs(run: RunFn, warmup: int, runs: int, budget_s: float) -> tuple[lis
     return outputs, first_ms, samples
 
 
-def _max_relative_error(outputs: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
+def max_relative_error(outputs: list[torch.Tensor], reference: list[torch.Tensor]) -> float:
     if len(outputs) != len(reference):
         raise ValueError(f"{len(outputs)} outputs, eager PyTorch gives {len(reference)}")
     errors = []
@@ -162,7 +162,7 @@ def run_main(spec: dict[str, Any]) -> None:
         "runs": len(samples),
         "samples_ms": samples,
         **summarize(samples),
-        "max_rel_error": _max_relative_error(outputs, reference),
+        "max_rel_error": max_relative_error(outputs, reference),
         "peak_mib": (peak_kib - baseline_kib) / 1024,
         "baseline_mib": baseline_kib / 1024,
         "memory_method": "VmHWM reset by clear_refs, minus VmRSS" if peak_reset else "VmHWM minus VmHWM after imports",
