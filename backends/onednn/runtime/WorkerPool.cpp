@@ -29,6 +29,13 @@ uint32_t next_slot(uint64_t job) {
 uint32_t slot_count(uint64_t job) {
   return static_cast<uint32_t>((job >> 16) & kFieldMask);
 }
+uint32_t job_generation(uint64_t job) {
+  return static_cast<uint32_t>(job >> 32);
+}
+// Whether generation a came before b, across the counter's wrap-around.
+bool is_older(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(b - a) > 0;
+}
 
 struct InsideJob {
   InsideJob() : outer(inside_job) {
@@ -42,11 +49,15 @@ struct InsideJob {
 
 } // namespace
 
-WorkerPool::WorkerPool(int threads) : threads_(std::max(1, threads)) {
+WorkerPool::WorkerPool(int threads)
+    : threads_(std::max(1, threads)), own_claims_(new std::atomic<uint32_t>[static_cast<size_t>(threads_)]) {
+  for (int t = 0; t < threads_; ++t) {
+    own_claims_[t].store(0, std::memory_order_relaxed);
+  }
   try {
     workers_.reserve(static_cast<size_t>(threads_ - 1));
     for (int i = 1; i < threads_; ++i) {
-      workers_.emplace_back([this] { work(); });
+      workers_.emplace_back([this, i] { work(i); });
     }
   } catch (...) {
     stop_workers();
@@ -92,23 +103,69 @@ void WorkerPool::close_phase() noexcept {
 
 bool WorkerPool::has_unclaimed_slot() const noexcept {
   const uint64_t job = job_.load();
-  return next_slot(job) < slot_count(job);
+  const uint32_t slots = slot_count(job);
+  if (next_slot(job) < slots) {
+    return true;
+  }
+  const uint32_t generation = job_generation(job);
+  for (uint32_t t = 0; t < std::min<uint32_t>(slots, static_cast<uint32_t>(threads_)); ++t) {
+    if (is_older(own_claims_[t].load(), generation)) {
+      return true;
+    }
+  }
+  return false;
 }
 
-void WorkerPool::run_claimed_slots() noexcept {
-  uint64_t job = job_.load(std::memory_order_acquire);
+bool WorkerPool::claim_own_slot(uint32_t generation, int thread) noexcept {
+  std::atomic<uint32_t>& claim = own_claims_[thread];
+  uint32_t claimed = claim.load(std::memory_order_relaxed);
+  while (is_older(claimed, generation)) {
+    if (claim.compare_exchange_weak(claimed, generation, std::memory_order_acq_rel)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Thread `self`'s own slot, else the next slot from N on, else another thread's unclaimed one; -1
+// when every slot of `job` is claimed.
+int WorkerPool::claim_slot(uint64_t job, int self) noexcept {
+  const uint32_t generation = job_generation(job);
+  const int owned = std::min(static_cast<int>(slot_count(job)), threads_);
+  if (self < owned && claim_own_slot(generation, self)) {
+    return self;
+  }
   while (next_slot(job) < slot_count(job)) {
-    if (!job_.compare_exchange_weak(job, job + 1, std::memory_order_acq_rel)) {
-      continue; // `job` reloaded
+    if (job_.compare_exchange_weak(job, job + 1, std::memory_order_acq_rel)) {
+      return static_cast<int>(next_slot(job));
+    }
+    if (job_generation(job) != generation) {
+      return -1; // `job` reloaded with the next job's word: this one is fully claimed
+    }
+  }
+  for (int i = 1; i < owned; ++i) {
+    const int other = (self + i) % owned;
+    if (claim_own_slot(generation, other)) {
+      return other;
+    }
+  }
+  return -1;
+}
+
+void WorkerPool::run_claimed_slots(int self) noexcept {
+  for (;;) {
+    const uint64_t job = job_.load(std::memory_order_acquire);
+    const int slot = claim_slot(job, self);
+    if (slot < 0) {
+      return;
     }
     // The claim keeps the job alive (its submitter waits for this slot), so fn_ and count_ are the
-    // ones published with the word just claimed from.
+    // ones published with the word the slot was claimed from.
     const int slots = static_cast<int>(slot_count(job));
-    for (int i = static_cast<int>(next_slot(job)); i < count_; i += slots) {
+    for (int i = slot; i < count_; i += slots) {
       (*fn_)(i, count_);
     }
     finished_slots_.fetch_add(1, std::memory_order_release);
-    job = job_.load(std::memory_order_acquire);
   }
 }
 
@@ -129,15 +186,21 @@ void WorkerPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
   count_ = n;
   finished_slots_.store(0, std::memory_order_relaxed);
   ++generation_;
+  const int owned = std::min(slots, threads_);
+  for (int t = 0; t < owned; ++t) {
+    own_claims_[t].store(generation_ - 1, std::memory_order_relaxed);
+  }
   // Sequentially consistent with the sleepers_ load below and the worker's sleepers_ increment
-  // before it checks for a job: either we see the sleeper or it sees the job.
-  job_.store((static_cast<uint64_t>(generation_) << 32) | (static_cast<uint64_t>(slots) << 16));
+  // before it checks for a job: either we see the sleeper or it sees the job. (It also publishes
+  // the own_claims_ stores above.)
+  job_.store(
+      (static_cast<uint64_t>(generation_) << 32) | (static_cast<uint64_t>(slots) << 16) | static_cast<uint64_t>(owned));
   if (sleepers_.load() > 0) {
     wake_sleepers();
   }
   {
     InsideJob scope;
-    run_claimed_slots();
+    run_claimed_slots(0);
   }
   for (unsigned spins = 1; finished_slots_.load(std::memory_order_acquire) < slots; ++spins) {
     _mm_pause();
@@ -188,10 +251,10 @@ bool WorkerPool::wait_for_job() noexcept {
   return !stopping_.load();
 }
 
-void WorkerPool::work() noexcept {
+void WorkerPool::work(int self) noexcept {
   while (wait_for_job()) {
     InsideJob scope;
-    run_claimed_slots();
+    run_claimed_slots(self);
   }
 }
 

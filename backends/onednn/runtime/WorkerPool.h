@@ -4,12 +4,17 @@
 // thread takes part in every job, so a pool of N threads starts N - 1 workers. Idle workers spin
 // while a phase is open (an execute(): primitives follow each other within microseconds, and a
 // sleeping worker takes tens of them to wake) and for a short while after, then sleep.
+// Slot t of a job (t < N) is its thread t's to run first (the caller's is 0): oneDNN splits each
+// primitive's work by slot the same way from one primitive to the next, so a thread mostly reads
+// what it wrote itself, from its own core's caches. A thread done with its own slot takes the
+// slots beyond N, then the unclaimed ones of others (a worker still asleep).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -51,16 +56,22 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
  private:
   void stop_workers() noexcept;
   void wake_sleepers() noexcept;
-  void work() noexcept;
+  void work(int self) noexcept;
   bool wait_for_job() noexcept;
-  void run_claimed_slots() noexcept;
+  void run_claimed_slots(int self) noexcept;
+  int claim_slot(uint64_t job, int self) noexcept;
+  bool claim_own_slot(uint32_t generation, int thread) noexcept;
   bool has_unclaimed_slot() const noexcept;
 
   const int threads_;
   std::vector<std::thread> workers_;
   // The current job in one word, so that a slot is claimed with one compare-exchange and a worker
-  // late for a job cannot claim a slot of the next: generation (32 bits) | slots (16) | next (16).
+  // late for a job cannot claim a slot of the next: generation (32 bits) | slots (16) | next (16),
+  // `next` counting the slots from N on.
   std::atomic<uint64_t> job_{0};
+  // Per thread t, the generation of the last job whose slot t was claimed; set to the new job's
+  // generation - 1 before it is published (so a late worker's claim of its old job fails).
+  std::unique_ptr<std::atomic<uint32_t>[]> own_claims_;
   uint32_t generation_ = 0;                           // written under submit_mutex_
   const std::function<void(int, int)>* fn_ = nullptr; // valid while a claimed slot is running
   int count_ = 0;

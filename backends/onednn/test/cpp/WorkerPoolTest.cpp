@@ -1,9 +1,9 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
 // The thread pool oneDNN runs on (runtime/WorkerPool.h): every index of a job runs exactly once
-// and on as many threads as the pool has, a job submitted from inside a job or while another
-// thread's job holds the pool runs on the calling thread, the pool survives many small jobs
-// and phases, and a worker woken for a phase stays awake a while even when it missed the phase.
+// and on as many threads as the pool has, each thread running the same slot job after job, a job submitted from inside
+// a job or while another thread's job holds the pool runs on the calling thread, the pool survives many small jobs and
+// phases, and a worker woken for a phase stays awake a while even when it missed the phase.
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -52,6 +52,44 @@ TEST(WorkerPool, AJobRunsOnThePoolsThreads) {
   });
   pool.close_phase();
   EXPECT_EQ(threads.size(), 3u) << "3 slots ran on " << threads.size() << " thread(s)";
+}
+
+// oneDNN splits a primitive's work by slot the same way in every primitive, so a thread that runs
+// the same slot each time reads what it wrote. The slots wait for each other to start, so no thread
+// can finish its own and take another's first: slot 0 must run on the caller and every other slot
+// on the worker that ran it the first time.
+TEST(WorkerPool, EachThreadRunsItsOwnSlotJobAfterJob) {
+  constexpr int kThreads = 3;
+  WorkerPool pool(kThreads);
+  pool.open_phase();
+  std::vector<std::thread::id> first(kThreads);
+  int jobs_with_moved_slots = 0;
+  std::atomic<bool> timed_out{false};
+  for (int job = 0; job < 200; ++job) {
+    std::vector<std::thread::id> ran(kThreads);
+    std::atomic<int> started{0};
+    pool.parallel_for(kThreads, [&](int i, int) {
+      ran[static_cast<size_t>(i)] = std::this_thread::get_id();
+      started.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started.load() < kThreads) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::yield(); // three threads may share fewer cores
+      }
+    });
+    if (job == 0) {
+      first = ran;
+    }
+    if (ran[0] != std::this_thread::get_id() || ran != first) {
+      ++jobs_with_moved_slots;
+    }
+  }
+  pool.close_phase();
+  EXPECT_FALSE(timed_out.load()) << "a slot waited 10 s for the others to start";
+  EXPECT_EQ(jobs_with_moved_slots, 0) << "of 200 jobs, some ran a slot on another thread than the first job";
 }
 
 TEST(WorkerPool, InsideAJobIsInParallelAndANestedJobRunsOnTheCallingThread) {
