@@ -108,12 +108,16 @@ bool WorkerPool::has_unclaimed_slot() const noexcept {
     return true;
   }
   const uint32_t generation = job_generation(job);
-  for (uint32_t t = 0; t < std::min<uint32_t>(slots, static_cast<uint32_t>(threads_)); ++t) {
+  for (int t = 0; t < owned_slots(job); ++t) {
     if (is_older(own_claims_[t].load(), generation)) {
       return true;
     }
   }
   return false;
+}
+
+int WorkerPool::owned_slots(uint64_t job) const noexcept {
+  return std::min(static_cast<int>(slot_count(job)), threads_);
 }
 
 bool WorkerPool::claim_own_slot(uint32_t generation, int thread) noexcept {
@@ -131,7 +135,7 @@ bool WorkerPool::claim_own_slot(uint32_t generation, int thread) noexcept {
 // when every slot of `job` is claimed.
 int WorkerPool::claim_slot(uint64_t job, int self) noexcept {
   const uint32_t generation = job_generation(job);
-  const int owned = std::min(static_cast<int>(slot_count(job)), threads_);
+  const int owned = owned_slots(job);
   if (self < owned && claim_own_slot(generation, self)) {
     return self;
   }

@@ -61,6 +61,8 @@ class WorkerPool final : public dnnl::threadpool_interop::threadpool_iface {
   void run_claimed_slots(int self) noexcept;
   int claim_slot(uint64_t job, int self) noexcept;
   bool claim_own_slot(uint32_t generation, int thread) noexcept;
+  // The slots of `job` that belong to a thread (the first min(slots, N)).
+  int owned_slots(uint64_t job) const noexcept;
   bool has_unclaimed_slot() const noexcept;
 
   const int threads_;
