@@ -784,6 +784,13 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
       unfused = true;
     }
   }
+  const bool plain_linear = rank == 2 && graph.dims(a).size() == 2 && !fold_rows && type == DataType::f32 &&
+                            !emulated && kernel_quantization.empty() && !unfused && graph.is_constant(b) &&
+                            !graph.sizes_vary() && post_ops.operands.empty() && bias_per_column;
+  if (plain_linear && graph.value(output).layout != Layout::Plain && transposes_linear(m, k, n, pd) &&
+      add_transposed_linear(step, graph, b_view, post_ops, pd)) {
+    return;
+  }
   const bool streamed = graph.constant_bytes() > kStreamedWeightBytes;
   if (streamed && !graph.sizes_vary() && graph.is_constant(b) && one_weight_matrix && rows <= kSmallRows &&
       kernel_quantization.empty()) {

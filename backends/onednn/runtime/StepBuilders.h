@@ -152,6 +152,19 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
 // oneDNN's reference kernels are its correct-but-slow fallbacks (100-1000x slower than a JIT one).
 bool is_reference_kernel(const dnnl::primitive_desc_base& pd);
 
+// TransposedLinear.cpp: x [rows, k] times constant f32 weights [k, n] computed as (W x^T)^T, where
+// that was measured faster than `chosen`, oneDNN's kernel for the plain product.
+bool transposes_linear(int64_t rows, int64_t k, int64_t n, const dnnl::primitive_desc_base& chosen);
+// Records the transposed product of a linear step (weights `weights_view` [k, n], an optional bias
+// [n] or [1, n], eltwise post-ops only); its result is defined [rows, n] with strides [1, rows].
+// False, recording nothing, when oneDNN does not give it `chosen`'s kernel.
+bool add_transposed_linear(
+    const StepRecord& step,
+    GraphBuilder& graph,
+    const memory::desc& weights_view,
+    const PostOps& post_ops,
+    const dnnl::primitive_desc_base& chosen);
+
 // Static int8: the scales and zero points a step reads at run time, from its attributes
 // `src_scale`, `src_zero_point`, `weight_scales` (one per output channel), `dst_scale` and
 // `dst_zero_point`. oneDNN computes dst = po(src_scale * weight_scale * (src - src_zp) x weights

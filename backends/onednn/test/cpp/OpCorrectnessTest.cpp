@@ -278,6 +278,36 @@ TEST(OpCorrectness, LinearWithFewRowsMatchesReference) {
   }
 }
 
+// Two linear layers of 16 to 64 rows with 4 MB of weights each: where the runtime computes them
+// transposed (TransposedLinear.cpp: 32, 48 and 64 rows on AVX-512), the second reads the first's
+// transposed result as it is and the caller gets the second's made plain; the other row counts
+// take the plain product. Every count must match the reference.
+TEST(OpCorrectness, ChainedLinearLayersOfTensOfRowsMatchReference) {
+  const int64_t k = 1024, hidden = 1040, n = 1016;
+  const auto w1 = random_values(hidden * k, 61);
+  const auto bias1 = random_values(hidden, 62);
+  const auto w2 = random_values(n * hidden, 63);
+  for (int64_t rows : {16, 32, 40, 48, 64}) {
+    const auto a = random_values(rows * k, 64 + static_cast<uint32_t>(rows));
+    Model model;
+    const uint32_t src = model.input({rows, k});
+    const uint32_t first = model.value({rows, hidden});
+    const uint32_t second = model.value({rows, n});
+    model.payload.step(
+        Kind::Matmul,
+        {src, model.constant({hidden, k}, w1), model.constant({hidden}, bias1)},
+        {first},
+        {ints("transpose_b", {1})});
+    model.payload.step(Kind::Matmul, {first, model.constant({n, hidden}, w2)}, {second}, {ints("transpose_b", {1})});
+    model.output(second, {rows, n});
+    const auto outputs = run_model(model, {a});
+    ASSERT_EQ(outputs.size(), 1u);
+    const auto hidden_ref = matmul_ref(a, w1, bias1, 1, 1, rows, k, hidden, true);
+    expect_close(
+        outputs[0], matmul_ref(hidden_ref, w2, {}, 1, 1, rows, hidden, n, true), "rows " + std::to_string(rows));
+  }
+}
+
 // QUANTIZE_ROWS, then an int8 MATMUL whose first post-ops multiply the row scales back in and add
 // the bias: the dynamic int8 linear layer of FORMAT.md, against the same roundings done here.
 TEST(OpCorrectness, DynamicInt8LinearQuantizesEachRowAtRunTime) {
