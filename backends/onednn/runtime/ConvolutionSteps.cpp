@@ -577,22 +577,6 @@ void build_deconvolution(const StepRecord& step, GraphBuilder& graph) {
 // with 1s and batch dims broadcast. transpose_b: b is stored [..., N, K] and read through strides.
 namespace {
 
-// The value's bytes as they are stored, when that layout is strided and in `type`: left-padded with
-// 1s to the rank of `order`, then permuted by it. An empty desc otherwise.
-memory::desc strided_operand(GraphBuilder& graph, uint32_t value, const std::vector<int64_t>& order, DataType type) {
-  const memory::desc stored = graph.stored(value);
-  if (!is_strided(stored) || stored.get_data_type() != type) {
-    return memory::desc();
-  }
-  memory::dims dims = stored.get_dims();
-  memory::dims strides = stored.get_strides();
-  while (dims.size() < order.size()) {
-    strides.insert(strides.begin(), dims[0] * strides[0]);
-    dims.insert(dims.begin(), 1);
-  }
-  return permuted(memory::desc(dims, type, strides), order);
-}
-
 // oneDNN 3.2's brgemm matmul takes a binary post-op operand that varies along the rows but not the
 // columns (the row scales of dynamic int8, [.., M, 1]) only in a [1, M, N] problem; elsewhere it falls
 // back to the reference kernel, ~1000x slower. When b is shared by every batch and a is not

@@ -413,6 +413,20 @@ BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, 
   return graph.input_view(value, plain_desc(dims, graph.data_type(value)), wanted);
 }
 
+memory::desc strided_operand(GraphBuilder& graph, uint32_t value, const std::vector<int64_t>& order, DataType type) {
+  const memory::desc stored = graph.stored(value);
+  if (!is_strided(stored) || stored.get_data_type() != type) {
+    return memory::desc();
+  }
+  memory::dims dims = stored.get_dims();
+  memory::dims strides = stored.get_strides();
+  while (dims.size() < order.size()) {
+    strides.insert(strides.begin(), dims[0] * strides[0]);
+    dims.insert(dims.begin(), 1);
+  }
+  return permuted(memory::desc(dims, type, strides), order);
+}
+
 memory::desc permuted_view(const memory::dims& physical, const std::vector<int64_t>& order, DataType type) {
   return permuted(plain_desc(physical, type), order);
 }

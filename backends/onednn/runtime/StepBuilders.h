@@ -205,6 +205,9 @@ inline bool is_int8(DataType type) {
 // `value` read as `dims` (its own dims, or the same bytes with 1s prepended) in layout `wanted`.
 BufferId operand(GraphBuilder& graph, uint32_t value, const memory::dims& dims, const memory::desc& wanted);
 
+// The value's bytes as they are stored, when that layout is strided and in `type`: left-padded with
+// 1s to the rank of `order`, then permuted by it. An empty desc otherwise.
+memory::desc strided_operand(GraphBuilder& graph, uint32_t value, const std::vector<int64_t>& order, DataType type);
 // Plain bytes of `physical` dims described in logical order: logical dim i = physical dim order[i].
 memory::desc permuted_view(
     const memory::dims& physical, const std::vector<int64_t>& order, DataType type = DataType::f32);

@@ -29,8 +29,7 @@ constexpr int64_t kMinWeights = int64_t{1} << 20; // 4 MB of f32
 // Only the kernel that was measured: on AVX2 the lanes and the blocking differ.
 constexpr const char* kMeasuredKernel = "brg_matmul:avx512_core";
 
-// `desc` [d0, d1] as [1, d0, d1]: oneDNN's brgemm matmul adds a bias that varies along the rows only
-// as a binary post-op of a 3-D problem (a [N, 1] bias or 2-D operand gives its reference kernel).
+// `desc` [d0, d1] as [1, d0, d1]: the same bytes.
 memory::desc with_leading_one(const memory::desc& desc) {
   const memory::dims dims = desc.get_dims();
   const memory::dims strides = desc.get_strides();
@@ -81,13 +80,15 @@ bool add_transposed_linear(
   const bool has_bias = step.has_input(2);
   const PostOps ops = has_bias ? with_row_bias(post_ops, step.inputs[2], n) : post_ops;
 
-  // x^T: x's own strided bytes read transposed where it has them (the previous layer's y^T), else x
-  // made plain first.
-  const memory::desc x_plain = plain_desc(x_dims, DataType::f32);
-  const memory::desc stored = graph.stored(x);
-  const bool as_stored = is_strided(stored) && stored.get_data_type() == DataType::f32;
-  const BufferId x_source = as_stored ? graph.buffer(x) : graph.input(x, x_plain);
-  const memory::desc x_t = with_leading_one(permuted(as_stored ? stored : x_plain, {1, 0}));
+  // x^T as [1, k, rows]: x's own strided bytes read transposed where it has them (the previous
+  // layer's y^T), else x made plain first.
+  const std::vector<int64_t> transposed = {0, 2, 1};
+  const memory::desc stored_t = strided_operand(graph, x, transposed, DataType::f32);
+  const bool as_stored = !stored_t.is_zero();
+  const BufferId x_source = as_stored ? graph.buffer(x) : graph.input(x, plain_desc(x_dims, DataType::f32));
+  const memory::desc x_t = as_stored ? stored_t : permuted_view({1, m, k}, transposed);
+  // A 3-D problem: oneDNN's brgemm matmul adds a bias that varies along the rows only as a binary
+  // post-op of one (a [N, 1] bias or a 2-D row operand gives its reference kernel).
   const memory::desc weights = plain_desc({1, n, k}, DataType::f32);
   const memory::desc y_t = plain_desc({1, n, m}, DataType::f32);
   auto make_pd = [&](const dnnl::post_ops& chain) { return Pd(graph.engine(), weights, x_t, y_t, attr_with(chain)); };
