@@ -14,7 +14,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ._passes import compute_in_bf16, keeping_sources, passes_for, plan_layouts, run_passes
+from ._passes import compute_in_bf16, keeping_sources, passes_for, plan_layouts, run_passes, store_group_scales_in_bf16
 from .ops import Unsupported, lower_program
 from .ops.context import Bound
 from .serialization.payload import Graph, serialize, symbols_of
@@ -32,6 +32,9 @@ DYNAMIC_INT8_SPEC = "dynamic_int8"
 # Compile spec ("1") storing a CRC-32 per weight in the payload, which init() checks: damaged weights are
 # refused instead of giving wrong numbers, for one pass over the weights at init.
 WEIGHT_CHECKSUMS_SPEC = "weight_checksums"
+# Compile spec choosing the type 4-bit linear layers' group scales are stored in.
+GROUP_SCALES_SPEC = "group_scales"
+GROUP_SCALES = ("f32", "bf16")
 
 
 def spec_value(compile_specs: list[CompileSpec], key: str) -> str | None:
@@ -48,6 +51,13 @@ def precision_of(compile_specs: list[CompileSpec]) -> str:
     return precision
 
 
+def group_scales_of(compile_specs: list[CompileSpec]) -> str:
+    group_scales = spec_value(compile_specs, GROUP_SCALES_SPEC) or "f32"
+    if group_scales not in GROUP_SCALES:
+        raise ValueError(f"compile spec {GROUP_SCALES_SPEC}={group_scales!r}: expected one of {GROUP_SCALES}")
+    return group_scales
+
+
 def lower_and_plan(
     edge_program: ExportedProgram, compile_specs: list[CompileSpec], bound: Bound = "max", size_one: bool = True
 ) -> Graph:
@@ -56,6 +66,8 @@ def lower_and_plan(
     graph = run_passes(lower_program(edge_program, bound, size_one), passes_for(dynamic_int8))
     if precision_of(compile_specs) == "bf16":
         graph = keeping_sources(compute_in_bf16, graph)
+    if group_scales_of(compile_specs) == "bf16":
+        graph = store_group_scales_in_bf16(graph)
     return keeping_sources(plan_layouts, graph)
 
 

@@ -54,6 +54,13 @@ class LlmFlow:
     precision: str = "fp32"  # ours: the partitioner's precision
     int4_products: str = "fast"  # ours: set_int4_products() for the run
     exported_as: str | None = None  # the flow whose .pte it runs, when not its own
+    group_scales: str = "bf16"  # ours: export-llm's --group-scales (4-bit modes)
+
+    def pte_name(self, group_size: int) -> str:
+        name = f"{self.exported_as or self.name}-g{group_size}"
+        if self.backend == "onednn" and self.qmode in ("8da4w", "4w") and self.group_scales == "bf16":
+            name += "-bf16-scales"  # not the f32 scales that export-llm wrote before it took bf16
+        return name + ".pte"
 
 
 FLOWS = {
@@ -64,6 +71,7 @@ FLOWS = {
         LlmFlow("onednn-fp32", "onednn", None),
         LlmFlow("onednn-8da4w", "onednn", "8da4w"),
         LlmFlow("onednn-8da4w-exact", "onednn", "8da4w", int4_products="exact", exported_as="onednn-8da4w"),
+        LlmFlow("onednn-8da4w-f32-scales", "onednn", "8da4w", group_scales="f32"),
         LlmFlow("onednn-4w", "onednn", "4w"),
         LlmFlow("onednn-4w-bf16", "onednn", "4w", "bf16"),
         LlmFlow("onednn-int8", "onednn", "int8"),
@@ -126,7 +134,7 @@ def export(flow: LlmFlow, checkpoint: Path, pte: Path, args: argparse.Namespace)
         command.append("backend.xnnpack.enabled=True")
     else:
         command = [sys.executable, "-m", "executorch.backends.onednn", "export-llm", *overrides]
-        command.append(f"--precision={flow.precision}")
+        command += [f"--precision={flow.precision}", f"--group-scales={flow.group_scales}"]
     start = time.perf_counter()
     # In the checkpoint folder: export_llm (hydra) writes its run logs under ./outputs/ of its cwd.
     subprocess.run(command, check=True, cwd=checkpoint, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -359,7 +367,7 @@ def main() -> int:
         with torch.no_grad():
             model = eager_model(checkpoint, args)
             torch.save((torch.stack([model(sequence[None])[0] for sequence in tokens]), tokens), reference)
-    ptes = {flow.name: checkpoint / f"{flow.exported_as or flow.name}-g{args.group_size}.pte" for flow in flows}
+    ptes = {flow.name: checkpoint / flow.pte_name(args.group_size) for flow in flows}
     for flow in flows:  # every export first: nothing else runs while a flow is timed
         if flow.backend != "eager" and not ptes[flow.name].is_file():
             print(f"exporting {flow.name}", flush=True)

@@ -1,9 +1,9 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 when
-asked for, and plan_layouts last). Each module is named after the pass it holds (fold_arithmetic holds
-three: drop_neutral_binaries, fold_operand_scales and fold_channel_scales; provenance holds no pass, but
-how sources follow the steps through every pass)."""
+"""Rewrites of the lowered payload Graph, run by preprocess in this order (then compute_in_bf16 and
+store_group_scales_in_bf16 when asked for, and plan_layouts last). Each module is named after the pass
+it holds (fold_arithmetic holds three: drop_neutral_binaries, fold_operand_scales and
+fold_channel_scales; provenance holds no pass, but how sources follow the steps through every pass)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .quantize_matmuls_dynamically import quantize_matmuls_dynamically
 from .recognize_activations import recognize_activations
 from .rotate_half_as_matmul import rotate_half_as_matmul
 from .simplify_layout import simplify_layout
+from .store_group_scales_in_bf16 import store_group_scales_in_bf16
 
 GraphPass = Callable[[Graph], Graph]
 PASSES: list[GraphPass] = [
@@ -80,4 +81,5 @@ __all__ = [
     "rotate_half_as_matmul",
     "run_passes",
     "simplify_layout",
+    "store_group_scales_in_bf16",
 ]

@@ -518,6 +518,15 @@ size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
   return std::max<size_t>(16, 65536 / std::max<size_t>(1, shape.k));
 }
 
+// A COMPRESSED_MATMUL's group scales, f32 or bf16 as the program stores them.
+GroupScales group_scales(const dnnl::memory& scales) {
+  const void* data = scales.get_data_handle();
+  if (scales.get_desc().get_data_type() == dnnl::memory::data_type::bf16) {
+    return GroupScales(static_cast<const uint16_t*>(data));
+  }
+  return GroupScales(static_cast<const float*>(data));
+}
+
 } // namespace
 
 // torchao's affine quantization (COMPRESSED_MATMUL): each row's scale and zero point live in aux
@@ -582,7 +591,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.rows = static_cast<const uint8_t*>(source);
       operands.row_scales = scales;
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = static_cast<const float*>(handle(1));
+      operands.scales = group_scales(step.host_sources[1]);
       operands.column_scales = static_cast<const float*>(handle(2));
       operands.scratch = static_cast<uint8_t*>(handle(3));
       operands.bias = loop.widened_primitives->bias ? static_cast<const float*>(handle(4)) : nullptr;
@@ -596,7 +605,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.row_scale = scales[0];
       operands.zero_point = zero_points[0];
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = static_cast<const float*>(handle(1));
+      operands.scales = group_scales(step.host_sources[1]);
       operands.terms = static_cast<const float*>(handle(2));
       operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
@@ -609,11 +618,11 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
     case HostLoop::Kind::Int8FloatVectorMatrix: {
       const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
       const auto* row = static_cast<const float*>(source);
-      const auto* scales = static_cast<const float*>(handle(1));
       const auto* bias = loop.int4_bias ? static_cast<const float*>(handle(2)) : nullptr;
       auto* dst = static_cast<float*>(target);
       const size_t columns_per_chunk = int4_columns_per_chunk(loop.int4);
       if (loop.kind == HostLoop::Kind::Int8FloatVectorMatrix) {
+        const auto* scales = static_cast<const float*>(handle(1)); // int8 weights keep f32 scales
         const Int8FloatRowOperands operands{row, static_cast<const int8_t*>(handle(0)), scales, bias, dst};
         parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
           int8_float_vector_matrix(loop.int4, operands, begin, end);
@@ -622,7 +631,8 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       }
       const auto* zero_points =
           loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
-      const Int4FloatRowOperands operands{row, static_cast<const uint8_t*>(handle(0)), scales, zero_points, bias, dst};
+      const Int4FloatRowOperands operands{
+          row, static_cast<const uint8_t*>(handle(0)), group_scales(step.host_sources[1]), zero_points, bias, dst};
       parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
         int4_float_vector_matrix(loop.int4, operands, begin, end);
       });

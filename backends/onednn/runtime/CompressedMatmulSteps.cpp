@@ -1,9 +1,10 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
-// COMPRESSED_MATMUL: rows times weights kept compressed, s4 (two a byte) or s8 [N, K] with f32 scales
-// per group of K (and s8 zero points), torchao's affine quantization as export_llm writes it
-// (ops/affine.py). With `quantize_rows`, each row is first quantized as torchao's 8da4w does (int8,
-// asymmetric, per row). The weights are read where the program holds them: nothing is unpacked at init.
+// COMPRESSED_MATMUL: rows times weights kept compressed, s4 (two a byte) or s8 [N, K] with scales per
+// group of K (f32, or bf16 for s4: GroupScales.h; and s8 zero points), torchao's affine quantization
+// as export_llm writes it (ops/affine.py). With `quantize_rows`, each row is first quantized as
+// torchao's 8da4w does (int8, asymmetric, per row). The weights are read where the program holds
+// them: nothing is unpacked at init.
 //
 //   quantize_rows, s4, no zero points, one row  the int8-row host kernel (Int4VectorMatrix.h)
 //   ... several rows, AMX or VNNI, "fast"       the weights widened to s8 on a grid per column, a
@@ -81,11 +82,13 @@ CompressedOperands read_operands(const StepRecord& step, GraphBuilder& graph) {
       (long long)op.group,
       (long long)op.k);
   const memory::dims group_dims{op.n, op.k / op.group};
+  const DataType scale_type = graph.data_type(op.scales);
   ODNN_CHECK(
-      graph.is_constant(op.scales) && graph.data_type(op.scales) == DataType::f32 &&
-          graph.dims(op.scales) == group_dims,
-      "scales must be an F32 constant %s, got %s",
+      graph.is_constant(op.scales) && graph.dims(op.scales) == group_dims &&
+          (scale_type == DataType::f32 || (scale_type == DataType::bf16 && weight_type == DataType::s4)),
+      "scales must be an F32 (or, for S4 weights, BF16) constant %s, got %s %s",
       dims_string(group_dims).c_str(),
+      dtype_name(graph.value(op.scales).dtype),
       dims_string(graph.dims(op.scales)).c_str());
   ODNN_CHECK(
       op.zero_points == kNoValue ||
@@ -113,16 +116,28 @@ memory::desc group_view(const CompressedOperands& op, DataType type) {
 }
 
 // The group scales (or zero points) as oneDNN's matmul reads them, {K / G, N} dense (it ignores a
-// view's strides), transposed from the program's [N, K / G] into the arena on every call. A transposed
-// constant would stay resident beside the bytes the one-row host kernels read (1/8 byte a weight: 134
-// MB on a 1.1B-parameter LLM at group 32) for a copy that costs a several-row matmul little.
+// view's strides) in `type` (bf16 scales become f32), transposed from the program's [N, K / G] into the
+// arena on every call. A transposed constant would stay resident beside the bytes the one-row host
+// kernels read (1/8 byte a weight: 134 MB on a 1.1B-parameter LLM at group 32) for a copy that costs a
+// several-row matmul little.
 BufferId transposed_groups(GraphBuilder& graph, const CompressedOperands& op, uint32_t value, DataType type) {
-  if (op.k == op.group) { // one group a row (export_llm's qmode=int8): [N, 1] is [1, N] already
+  const DataType stored = graph.data_type(value);
+  // One group a row (export_llm's qmode=int8) in the type asked for: [N, 1] is [1, N] already.
+  if (op.k == op.group && stored == type) {
     return graph.alias(graph.buffer(value), plain_desc({1, op.n}, type));
   }
   const BufferId transposed = graph.scratch(plain_desc({op.k / op.group, op.n}, type));
-  graph.add_reorder(graph.alias(graph.buffer(value), group_view(op, type)), transposed);
+  graph.add_reorder(graph.alias(graph.buffer(value), group_view(op, stored)), transposed);
   return transposed;
+}
+
+// The program's scales, f32 or bf16.
+GroupScales stored_scales(GraphBuilder& graph, const CompressedOperands& op) {
+  const void* data = graph.constant_data(op.scales);
+  if (graph.data_type(op.scales) == DataType::bf16) {
+    return GroupScales(static_cast<const uint16_t*>(data));
+  }
+  return GroupScales(static_cast<const float*>(data));
 }
 
 // Rows quantized as torchao does: q (s8, or q + 128 as u8 with `as_u8`) and, per row, the scale (f32)
@@ -151,7 +166,7 @@ BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4Mat
   const auto terms = graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::int4_column_terms, [&] {
     std::vector<float> computed(static_cast<size_t>(op.n));
     const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
-    const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+    const GroupScales scales = stored_scales(graph, op);
     // Every weight of the program is read here, once per program: on the pool when a graph is built
     // inside execute() (a new prompt length), on this thread at init.
     parallel_chunks(computed.size(), 256, [&](size_t begin, size_t end) {
@@ -280,10 +295,11 @@ std::shared_ptr<const std::vector<float>> widened_columns(GraphBuilder& graph, c
   return graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::widened_columns, [&] {
     const WidenedInt4Shape shape = widened_shape(op);
     const size_t groups = shape.k / shape.group;
-    const auto* scales = static_cast<const float*>(graph.constant_data(op.scales));
+    const GroupScales scales = stored_scales(graph, op);
+    ScaleRows scale_rows(scales, groups);
     std::vector<float> columns(2 * shape.n);
     for (size_t r = 0; r < shape.n; ++r) {
-      if (!widened_column_scale(scales + r * groups, groups, &columns[r])) {
+      if (!widened_column_scale(scale_rows(r), groups, &columns[r])) {
         return std::vector<float>();
       }
     }

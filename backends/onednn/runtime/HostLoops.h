@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 
+#include "Bf16.h"
 #include "CachedAttention.h"
 #include "IndexKernels.h"
 #include "Int4VectorMatrix.h"
@@ -279,25 +280,6 @@ inline void zero_fully_masked_rows(const HostLoop& loop, const float* src, float
       }
     }
   }
-}
-
-// The f32 value a bf16 one stands for (exact).
-inline float from_bf16_bits(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
-
-// Round to nearest even, as oneDNN converts f32 to bf16.
-inline uint16_t to_bf16_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if (value != value) {
-    return 0x7FC0;
-  }
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
 }
 
 // relu and clamp, values [begin, end): oneDNN's kernels (3.2, 3.13.1) take max/min against the bound, which

@@ -84,11 +84,13 @@ int32_t group_dot_scalar(const Int4MatrixShape& shape, const int8_t* q, const ui
 
 void rows_scalar(const Int4MatrixShape& shape, const Int4RowOperands& operands, size_t begin, size_t end) {
   const size_t groups = shape.k / shape.group;
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* row = operands.weights + r * (shape.k / 2);
+    const float* scales = scale_rows(r);
     float sum = 0.0f;
     for (size_t g = 0; g < groups; ++g) {
-      sum += operands.scales[r * groups + g] * static_cast<float>(group_dot_scalar(shape, operands.q, row, g));
+      sum += scales[g] * static_cast<float>(group_dot_scalar(shape, operands.q, row, g));
     }
     finish(operands, r, sum);
   }
@@ -300,9 +302,10 @@ ODNN_AVX512_VNNI void rows_avx512(
   const int8_t* row = prepared.q.data();
   const float* surplus = prepared.surplus.data();
   const uint8_t* last_line = last_line_of(shape, operands.weights, end);
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * (shape.k / 2);
-    const float* scales = operands.scales + r * groups;
+    const float* scales = scale_rows(r);
     // Two sums, so that consecutive groups or steps do not wait on each other's FMA.
     __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
     if constexpr (kind == ScaleKind::per_group) {
@@ -417,9 +420,10 @@ ODNN_AVX2_VNNI void rows_avx2(
   const int8_t* row = prepared.q.data();
   const float* surplus = prepared.surplus.data();
   const uint8_t* last_line = last_line_of(shape, operands.weights, end);
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * (shape.k / 2);
-    const float* scales = operands.scales + r * groups;
+    const float* scales = scale_rows(r);
     __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
     if constexpr (kind == ScaleKind::per_group) {
       const size_t group_bytes = shape.group / 2, group_steps = shape.group / kStep;
@@ -597,16 +601,23 @@ void center_rows_bf16(const int8_t* q, size_t k, const int32_t* zero_points, uin
 }
 
 void int4_column_terms(
-    const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms, size_t begin, size_t end) {
+    const Int4MatrixShape& shape,
+    const uint8_t* weights,
+    const GroupScales& scales,
+    float* terms,
+    size_t begin,
+    size_t end) {
   const size_t groups = shape.k / shape.group;
   const size_t group_bytes = shape.group / 2;
+  ScaleRows scale_rows(scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* row = weights + r * (shape.k / 2);
+    const float* row_scales = scale_rows(r);
     float sum = 0.0f;
     for (size_t g = 0; g < groups; ++g) {
-      sum += scales[r * groups + g] * static_cast<float>(
-                                          shape.group % 2 == 0 ? byte_group_sum(row + g * group_bytes, group_bytes)
-                                                               : odd_group_sum(row, g, shape.group));
+      sum += row_scales[g] * static_cast<float>(
+                                 shape.group % 2 == 0 ? byte_group_sum(row + g * group_bytes, group_bytes)
+                                                      : odd_group_sum(row, g, shape.group));
     }
     terms[r] = sum;
   }
@@ -671,11 +682,13 @@ void finish_float(const Int4FloatRowOperands& operands, size_t r, float sum) {
 void float_rows_scalar(const Int4MatrixShape& shape, const Int4FloatRowOperands& operands, size_t begin, size_t end) {
   const size_t groups = shape.k / shape.group;
   const float* x = operands.row;
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* row = operands.weights + r * (shape.k / 2);
+    const float* scales = scale_rows(r);
     float even = 0.0f, odd = 0.0f;
     for (size_t g = 0; g < groups; ++g) {
-      const float scale = operands.scales[r * groups + g];
+      const float scale = scales[g];
       const float zero = operands.zero_points != nullptr ? operands.zero_points[r * groups + g] : 0.0f;
       float table[16];
       for (size_t n = 0; n < 16; ++n) {
@@ -785,10 +798,11 @@ ODNN_AVX512 void float_rows_avx512(
   const __m512 nibbles = _mm512_load_ps(kNibbleValues);
   prepared.zero_points.resize(groups);
   float* zero_points = prepared.zero_points.data();
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * row_bytes;
     const uint8_t* ahead = prefetch_base(weights, last_row);
-    const float* scales = operands.scales + r * groups;
+    const float* scales = scale_rows(r);
     if constexpr (ZeroPoints) {
       zero_points_f32_avx512(operands.zero_points + r * groups, groups, zero_points);
     }
@@ -970,10 +984,11 @@ ODNN_AVX2 void float_rows_avx2(
   const uint8_t* last_row = operands.weights + (end - 1) * row_bytes;
   prepared.tables.resize(16 * (groups + 1));
   uint8_t* tables = prepared.tables.data();
+  ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * row_bytes;
     const uint8_t* ahead = prefetch_base(weights, last_row);
-    const float* scales = operands.scales + r * groups;
+    const float* scales = scale_rows(r);
     if constexpr (ZeroPoints) {
       zero_point_tables_avx2(operands.zero_points + r * groups, groups, tables);
     }

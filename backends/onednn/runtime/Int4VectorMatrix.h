@@ -1,14 +1,14 @@
 // Copyright (c) 2026 The executorch-onednn authors.
 // SPDX-License-Identifier: BSD-3-Clause
 // torchao's "8da4w" linear layers on the host: int8 activations quantized per row (dynamic,
-// asymmetric) times int4 weights with grouped f32 scales and no zero points; and its weight-only "4w"
-// ones, f32 rows times the same weights (int4_float_vector_matrix, at the end). A decode step (one row)
-// streams the 4-bit weights from memory once per token; oneDNN 3.13.1 runs that shape at about 3.5 GB/s
-// of weight bytes on one core of an AVX-512 Xeon. The kernels here run at the core's memory bandwidth:
-// one thread, n 8192, k 2048, 1 GiB of weights rotated, 12-13.5 GB/s of weight bytes at group 128 and
-// 11-12.5 at group 32 (whose scales add a quarter to the bytes read), on every vector path, where
-// a plain read of memory gets 13.3-14 ("Intel(R) Xeon(R) Processor" with AMX, a 2-core VM). The
-// scalar loop: about 1 GB/s.
+// asymmetric) times int4 weights with grouped scales (f32 or bf16: GroupScales.h) and no zero points;
+// and its weight-only "4w" ones, f32 rows times the same weights (int4_float_vector_matrix, at the
+// end). A decode step (one row) streams the 4-bit weights from memory once per token; oneDNN 3.13.1
+// runs that shape at about 3.5 GB/s of weight bytes on one core of an AVX-512 Xeon. The kernels here
+// run at the core's memory bandwidth: one thread, n 8192, k 2048, 1 GiB of weights rotated, 12-13.5
+// GB/s of weight bytes at group 128 and 11-12.5 at group 32 (whose f32 scales add a quarter to the
+// bytes read), on every vector path, where a plain read of memory gets 13.3-14 ("Intel(R) Xeon(R)
+// Processor" with AMX, a 2-core VM). The scalar loop: about 1 GB/s.
 //
 // The weights stay in torch's linear layout [n, k], two values a byte along k: byte i of a row (row
 // stride k / 2) holds k = 2i in its low nibble and k = 2i + 1 in its high nibble, each a two's
@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "GroupScales.h"
 #include "RowKernels.h"
 
 namespace executorch::backends::onednn {
@@ -41,7 +42,7 @@ struct Int4RowOperands {
   float row_scale = 0.0f;           // their scale; NaN makes every result NaN
   int32_t zero_point = 0;           // their zero point
   const uint8_t* weights = nullptr; // [n, k / 2] packed int4
-  const float* scales = nullptr;    // [n, k / group]
+  GroupScales scales;               // [n, k / group]
   const float* terms = nullptr;     // [n], int4_column_terms()
   const float* bias = nullptr;      // [n], or none
   float* dst = nullptr;             // [n]
@@ -68,7 +69,12 @@ void center_rows_bf16(const int8_t* q, size_t k, const int32_t* zero_points, uin
 // in g), the integer sums exact: what a zero point contributes to row r's products. Once, as a graph
 // is built; threads may call it on disjoint ranges at once.
 void int4_column_terms(
-    const Int4MatrixShape& shape, const uint8_t* weights, const float* scales, float* terms, size_t begin, size_t end);
+    const Int4MatrixShape& shape,
+    const uint8_t* weights,
+    const GroupScales& scales,
+    float* terms,
+    size_t begin,
+    size_t end);
 
 // dst[r] for r in [begin, end):
 //   row_scale * (sum_g scales[r, g] * float(sum_{k in g} q[k] * w[r, k]) - float(zero_point) * terms[r])
@@ -106,7 +112,7 @@ void subtract_zero_point_terms(
 struct Int4FloatRowOperands {
   const float* row = nullptr;          // k values
   const uint8_t* weights = nullptr;    // [n, k / 2] packed int4, as for int4_vector_matrix
-  const float* scales = nullptr;       // [n, k / group]
+  GroupScales scales;                  // [n, k / group]
   const int8_t* zero_points = nullptr; // [n, k / group] in [-8, 7], or none (all zero)
   const float* bias = nullptr;         // [n], or none
   float* dst = nullptr;                // [n]

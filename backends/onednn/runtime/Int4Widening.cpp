@@ -99,22 +99,23 @@ bool widened_column_scale(const float* scales, size_t groups, float* column_scal
 void widen_int4_rows(
     const WidenedInt4Shape& shape,
     const uint8_t* weights,
-    const float* scales,
+    const GroupScales& scales,
     const float* column_scales,
     size_t begin,
     size_t end,
     int8_t* out) {
-  const size_t groups = shape.k / shape.group;
+  ScaleRows scale_rows(scales, shape.k / shape.group);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* row = weights + r * (shape.k / 2);
+    const float* row_scales = scale_rows(r);
     const float per_scale = kRatioOne / column_scales[r];
     int8_t* widened_row = out + (r - begin) * shape.k;
     if (shape.isa == RowIsa::avx512 && vector_widening(shape.k, shape.group)) {
-      widen_row_avx512(shape, row, scales + r * groups, per_scale, widened_row);
+      widen_row_avx512(shape, row, row_scales, per_scale, widened_row);
     } else if (shape.isa == RowIsa::avx2 && vector_widening(shape.k, shape.group)) {
-      widen_row_avx2(shape, row, scales + r * groups, per_scale, widened_row);
+      widen_row_avx2(shape, row, row_scales, per_scale, widened_row);
     } else {
-      widen_row_scalar(shape, row, scales + r * groups, per_scale, widened_row);
+      widen_row_scalar(shape, row, row_scales, per_scale, widened_row);
     }
   }
 }
@@ -122,7 +123,7 @@ void widen_int4_rows(
 void widened_int4_terms(
     const WidenedInt4Shape& shape,
     const uint8_t* weights,
-    const float* scales,
+    const GroupScales& scales,
     const float* column_scales,
     float* terms,
     size_t begin,

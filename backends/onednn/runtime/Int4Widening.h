@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "GroupScales.h"
 #include "RowKernels.h"
 
 namespace executorch::backends::onednn {
@@ -45,7 +46,7 @@ bool widened_column_scale(const float* scales, size_t groups, float* column_scal
 void widen_int4_rows(
     const WidenedInt4Shape& shape,
     const uint8_t* weights,
-    const float* scales,
+    const GroupScales& scales,
     const float* column_scales,
     size_t begin,
     size_t end,
@@ -57,7 +58,7 @@ void widen_int4_rows(
 void widened_int4_terms(
     const WidenedInt4Shape& shape,
     const uint8_t* weights,
-    const float* scales,
+    const GroupScales& scales,
     const float* column_scales,
     float* terms,
     size_t begin,

@@ -55,7 +55,7 @@ struct WidenedInt4Operands {
   const uint8_t* rows = nullptr;        // [rows, k]: the quantized rows plus 128 (u8)
   const float* row_scales = nullptr;    // [rows]
   const uint8_t* weights = nullptr;     // [n, k / 2]
-  const float* scales = nullptr;        // [n, k / group]
+  GroupScales scales;                   // [n, k / group]
   const float* column_scales = nullptr; // [n]
   const float* bias = nullptr;          // [n], when the primitives have one
   uint8_t* scratch = nullptr;           // widened_int4_scratch_bytes(), in the arena

@@ -128,16 +128,18 @@ def test_export_llm_refuses_what_it_cannot_do_in_one_line(
 
 
 @pytest.mark.parametrize(
-    ("qmode", "group", "embedding"), [("8da4w", 32, "4,32"), ("4w", 64, None), ("int8", None, "8,0")]
+    ("qmode", "group", "embedding", "group_scales"),
+    [("8da4w", 32, "4,32", "f32"), ("4w", 64, None, "bf16"), ("int8", None, "8,0", "bf16")],
 )
 def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quantized_model(
-    checkpoint: dict[str, object], qmode: str, group: int | None, embedding: str | None
+    checkpoint: dict[str, object], qmode: str, group: int | None, embedding: str | None, group_scales: str
 ) -> None:
     """export_llm's own quantization of the linear layers: every linear becomes one COMPRESSED_MATMUL
-    with 4-bit weights (8-bit for qmode=int8), and the prompt's logits follow the eager quantized model
-    (export_llm's pipeline without lowering). A row quantized to int8 moves by a step when an ulp moves it
-    across a rounding boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding
-    (single layers are checked exactly in test_affine_quantization.py); the greedy next token is the same."""
+        with 4-bit weights (8-bit for qmode=int8), and the prompt's logits follow the eager quantized model
+        (export_llm's pipeline without lowering). A row quantized to int8 moves by a step when an ulp moves it
+        across a rounding boundary, so the two agree to ~1e-2 of the logits' magnitude, not to f32 rounding
+        (single layers are checked exactly in test_affine_quantization.py; the scales' rounding to bf16, 2^-9
+    at most, is far below that); the greedy next token is the same."""
     import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
     from executorch.backends.onednn import set_int4_products
     from executorch.backends.onednn.cli._export_llm import read_config
@@ -159,7 +161,7 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
         *([f"quantization.group_size={group}"] if group else []),
         *([f"quantization.embedding_quantize='{embedding}'"] if embedding else []),
     ]
-    assert main(["export-llm", *overrides, f"export.output_name={pte}"]) == 0
+    assert main(["export-llm", *overrides, f"export.output_name={pte}", f"--group-scales={group_scales}"]) == 0
 
     program = deserialize_pte_binary(pte.read_bytes()).program
     payloads = [deserialize(data.data) for data in program.backend_delegate_data]
@@ -169,6 +171,9 @@ def test_export_llm_quantized_linears_stay_compressed_and_follow_the_eager_quant
     assert len(linears) == 7 * layers + 1
     stored = {payload.values[step.inputs[1]].dtype for payload in payloads for step in payload.steps if step in linears}
     assert stored == {DType.S8 if qmode == "int8" else DType.S4}
+    # 4-bit layers keep their group scales in the type asked for; int8 ones f32 whatever was asked.
+    scales = {payload.values[step.inputs[2]].dtype for payload in payloads for step in payload.steps if step in linears}
+    assert scales == {DType.F32 if qmode == "int8" or group_scales == "f32" else DType.BF16}
     tables = [
         payload.values[step.inputs[0]].dtype
         for payload in payloads

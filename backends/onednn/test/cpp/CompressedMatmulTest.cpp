@@ -11,6 +11,7 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/backend/options.h>
 
+#include "../../runtime/Bf16.h"
 #include "../../runtime/Int4VectorMatrix.h"
 #include "BackendHarness.h"
 
@@ -397,6 +398,31 @@ Error init_with(const Weights& w, std::vector<uint8_t> bytes, int64_t group) {
   model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {group})});
   model.output(dst, {1, kN});
   return init_error(model.payload.build(), &model.data);
+}
+
+// One row times `weight_type` weights whose scales the program stores as bf16.
+Error init_with_bf16_scales(DType weight_type) {
+  const Weights w = make_weights();
+  Model model;
+  const uint32_t src = model.input({1, kK});
+  const uint32_t weights = weight_type == DType::S4 ? raw_constant(model, {kN, kK}, packed_int4(w.values), DType::S4)
+                                                    : raw_constant(model, {kN, kK}, to_bytes(w.values), DType::S8);
+  std::vector<uint8_t> bytes;
+  for (const float scale : w.scales) {
+    const uint16_t bits = executorch::backends::onednn::to_bf16_bits(scale);
+    bytes.push_back(static_cast<uint8_t>(bits & 0xFF));
+    bytes.push_back(static_cast<uint8_t>(bits >> 8));
+  }
+  const uint32_t scales = raw_constant(model, {kN, kK / kGroup}, std::move(bytes), DType::BF16);
+  const uint32_t dst = model.value({1, kN});
+  model.payload.step(Kind::CompressedMatmul, {src, weights, scales}, {dst}, {ints("group_size", {kGroup})});
+  model.output(dst, {1, kN});
+  return init_error(model.payload.build(), &model.data);
+}
+
+TEST(CompressedMatmul, Bf16ScalesAreTakenForInt4WeightsOnly) {
+  EXPECT_EQ(init_with_bf16_scales(DType::S4), Error::Ok);
+  EXPECT_EQ(init_with_bf16_scales(DType::S8), Error::InvalidProgram);
 }
 
 TEST(CompressedMatmul, MismatchedScalesGroupsAndBytesAreRefused) {

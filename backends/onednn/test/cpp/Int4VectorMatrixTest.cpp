@@ -5,7 +5,8 @@
 // AVX2 with and without AVX-VNNI, AVX-512 with and without AVX512-VNNI) against a double reference,
 // over the shapes that pick each of its ways of scaling; the zero-point helpers exactly; the f32-row
 // (4w) kernel on its paths (scalar, AVX2, AVX-512) against torchao's dequantize-then-linear in double;
-// the f32-row int8 kernel (runtime/Int8VectorMatrix.h, export_llm's qmode=int8) on the same paths.
+// the f32-row int8 kernel (runtime/Int8VectorMatrix.h, export_llm's qmode=int8) on the same paths; the
+// 4-bit kernels on bf16 scales bit for bit against their f32 values.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -370,6 +371,63 @@ TEST_P(Int4Path, MatchesADoubleReferenceOnItsRangeOnly) {
   }
 }
 
+// The matrix's scales rounded to bf16: their raw bits, and the matrix with its f32 scales (and terms)
+// set to the values those bits stand for.
+std::vector<uint16_t> round_scales_to_bf16(Int4Matrix& matrix) {
+  std::vector<uint16_t> bits(matrix.scales.size());
+  for (size_t i = 0; i < bits.size(); ++i) {
+    bits[i] = to_bf16_bits(matrix.scales[i]);
+    matrix.scales[i] = from_bf16_bits(bits[i]);
+  }
+  matrix.pack();
+  return bits;
+}
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+// bf16 scales (GroupScales.h) are widened exactly, a row at a time: every kernel must then give, bit for
+// bit, what it gives on f32 scales of the same values, column terms included. k 32768 in groups of 32
+// takes the widening's heap buffer (more than 512 groups a row).
+TEST_P(Int4Path, Bf16ScalesGiveWhatTheirF32ValuesGive) {
+  const Path path = GetParam();
+  std::mt19937 generator(23);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  std::vector<Case> cases = kCases;
+  cases.push_back({3, 32768, 32});
+  for (const Case& c : cases) {
+    Int4Matrix matrix(c.n, c.k, c.group, generator);
+    const std::vector<uint16_t> bits = round_scales_to_bf16(matrix);
+    const Int4MatrixShape shape = matrix.shape(path.isa, path.vnni);
+    std::vector<float> terms(c.n);
+    int4_column_terms(shape, matrix.packed.data(), GroupScales(bits.data()), terms.data(), 0, c.n);
+    std::vector<int8_t> q(c.k);
+    for (int8_t& v : q) {
+      v = static_cast<int8_t>(byte(generator));
+    }
+    std::vector<float> from_f32(c.n), from_bf16(c.n);
+    Int4RowOperands operands;
+    operands.q = q.data();
+    operands.row_scale = 0.013f;
+    operands.zero_point = 37;
+    operands.weights = matrix.packed.data();
+    operands.terms = matrix.terms.data();
+    operands.scales = matrix.scales.data();
+    operands.dst = from_f32.data();
+    int4_vector_matrix(shape, operands, 0, c.n);
+    operands.scales = GroupScales(bits.data());
+    operands.dst = from_bf16.data();
+    int4_vector_matrix(shape, operands, 0, c.n);
+    for (size_t r = 0; r < c.n; ++r) {
+      const std::string where = "n " + std::to_string(c.n) + " k " + std::to_string(c.k) + " group " +
+                                std::to_string(c.group) + " column " + std::to_string(r);
+      EXPECT_TRUE(same_bits(terms[r], matrix.terms[r])) << where << ": terms " << terms[r] << ", " << matrix.terms[r];
+      EXPECT_TRUE(same_bits(from_bf16[r], from_f32[r])) << where << ": " << from_bf16[r] << ", " << from_f32[r];
+    }
+  }
+}
+
 TEST_P(Int4Path, ExtremeProductsStayExact) {
   // Every product at its largest (q -128 or 127 times w -8 or 7, up to 1024 each): a 16-bit pair sum
   // that saturated would show.
@@ -612,6 +670,35 @@ TEST_P(Int4FloatPath, MatchesTorchaosDequantizeThenLinearOnItsRangeOnly) {
           float_reference(matrix, x, zeros, operands.bias, r, want, magnitude);
           EXPECT_NEAR(dst[r], want, 1e-5 * magnitude) << where;
         }
+      }
+    }
+  }
+}
+
+TEST_P(Int4FloatPath, Bf16ScalesGiveWhatTheirF32ValuesGive) {
+  const Path path = GetParam();
+  std::mt19937 generator(29);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const Case& c : kFloatCases) {
+    Int4Matrix matrix(c.n, c.k, c.group, generator);
+    const std::vector<uint16_t> bits = round_scales_to_bf16(matrix);
+    std::vector<float> x(c.k);
+    for (float& v : x) {
+      v = uniform(generator);
+    }
+    for (const ZeroPoints kind : {ZeroPoints::none, ZeroPoints::random}) {
+      const std::vector<int8_t> zero_points = make_zero_points(matrix, kind, generator);
+      const int8_t* zeros = kind == ZeroPoints::none ? nullptr : zero_points.data();
+      std::vector<float> from_f32(c.n), from_bf16(c.n);
+      Int4FloatRowOperands operands = float_operands(matrix, x, zeros, nullptr, from_f32);
+      const Int4MatrixShape shape = matrix.shape(path.isa, false);
+      int4_float_vector_matrix(shape, operands, 0, c.n);
+      operands.scales = GroupScales(bits.data());
+      operands.dst = from_bf16.data();
+      int4_float_vector_matrix(shape, operands, 0, c.n);
+      for (size_t r = 0; r < c.n; ++r) {
+        EXPECT_TRUE(same_bits(from_bf16[r], from_f32[r]))
+            << float_case_name(c, kind, false) << ", column " << r << ": " << from_bf16[r] << ", " << from_f32[r];
       }
     }
   }
