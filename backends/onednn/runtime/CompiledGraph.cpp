@@ -519,9 +519,9 @@ size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
 }
 
 // A COMPRESSED_MATMUL's group scales, f32 or bf16 as the program stores them.
-GroupScales group_scales(const dnnl::memory& scales) {
+GroupScales group_scales(const HostLoop& loop, const dnnl::memory& scales) {
   const void* data = scales.get_data_handle();
-  if (scales.get_desc().get_data_type() == dnnl::memory::data_type::bf16) {
+  if (loop.int4_bf16_scales) {
     return GroupScales(static_cast<const uint16_t*>(data));
   }
   return GroupScales(static_cast<const float*>(data));
@@ -591,7 +591,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.rows = static_cast<const uint8_t*>(source);
       operands.row_scales = scales;
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = group_scales(step.host_sources[1]);
+      operands.scales = group_scales(loop, step.host_sources[1]);
       operands.column_scales = static_cast<const float*>(handle(2));
       operands.scratch = static_cast<uint8_t*>(handle(3));
       operands.bias = loop.widened_primitives->bias ? static_cast<const float*>(handle(4)) : nullptr;
@@ -605,7 +605,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.row_scale = scales[0];
       operands.zero_point = zero_points[0];
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = group_scales(step.host_sources[1]);
+      operands.scales = group_scales(loop, step.host_sources[1]);
       operands.terms = static_cast<const float*>(handle(2));
       operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
@@ -632,7 +632,12 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       const auto* zero_points =
           loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
       const Int4FloatRowOperands operands{
-          row, static_cast<const uint8_t*>(handle(0)), group_scales(step.host_sources[1]), zero_points, bias, dst};
+          row,
+          static_cast<const uint8_t*>(handle(0)),
+          group_scales(loop, step.host_sources[1]),
+          zero_points,
+          bias,
+          dst};
       parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
         int4_float_vector_matrix(loop.int4, operands, begin, end);
       });

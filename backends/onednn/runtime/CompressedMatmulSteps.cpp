@@ -333,6 +333,7 @@ void add_widened_matmul(
   const WidenedInt4Shape& shape = primitives->shape;
   HostLoop loop;
   loop.kind = HostLoop::Kind::WidenedInt4Matmul;
+  loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16;
   loop.outer = shape.rows;
   loop.widened_primitives = primitives;
   std::vector<BufferId> more{
@@ -423,6 +424,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     }
     HostLoop loop;
     loop.kind = HostLoop::Kind::Int4VectorMatrix;
+    loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16;
     loop.outer = 1;
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
@@ -453,6 +455,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
     HostLoop loop;
     loop.kind = int4_row ? HostLoop::Kind::Int4FloatVectorMatrix : HostLoop::Kind::Int8FloatVectorMatrix;
+    loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16; // only S4 weights have them
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
     loop.int4_zero_points = op.zero_points != kNoValue;

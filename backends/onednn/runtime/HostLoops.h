@@ -118,6 +118,7 @@ struct HostLoop {
   Int4MatrixShape int4;                  // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_bias = false;                // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
+  bool int4_bf16_scales = false;         // Int4VectorMatrix, Int4FloatVectorMatrix, WidenedInt4Matmul
   CachedAttentionShape cached_attention; // CachedAttention
   std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
