@@ -49,6 +49,7 @@ struct CompressedOperands {
   uint32_t src, weights, scales, zero_points; // zero_points: kNoValue when absent
   int64_t rows, k, n, group;
   bool quantize_rows;
+  bool bf16_scales; // else f32
 };
 
 CompressedOperands read_operands(const StepRecord& step, GraphBuilder& graph) {
@@ -90,6 +91,7 @@ CompressedOperands read_operands(const StepRecord& step, GraphBuilder& graph) {
       dims_string(group_dims).c_str(),
       dtype_name(graph.value(op.scales).dtype),
       dims_string(graph.dims(op.scales)).c_str());
+  op.bf16_scales = scale_type == DataType::bf16;
   ODNN_CHECK(
       op.zero_points == kNoValue ||
           (graph.is_constant(op.zero_points) && graph.data_type(op.zero_points) == DataType::s8 &&
@@ -134,7 +136,7 @@ BufferId transposed_groups(GraphBuilder& graph, const CompressedOperands& op, ui
 // The program's scales, f32 or bf16.
 GroupScales stored_scales(GraphBuilder& graph, const CompressedOperands& op) {
   const void* data = graph.constant_data(op.scales);
-  if (graph.data_type(op.scales) == DataType::bf16) {
+  if (op.bf16_scales) {
     return GroupScales(static_cast<const uint16_t*>(data));
   }
   return GroupScales(static_cast<const float*>(data));
@@ -333,7 +335,7 @@ void add_widened_matmul(
   const WidenedInt4Shape& shape = primitives->shape;
   HostLoop loop;
   loop.kind = HostLoop::Kind::WidenedInt4Matmul;
-  loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16;
+  loop.int4_bf16_scales = op.bf16_scales;
   loop.outer = shape.rows;
   loop.widened_primitives = primitives;
   std::vector<BufferId> more{
@@ -424,7 +426,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     }
     HostLoop loop;
     loop.kind = HostLoop::Kind::Int4VectorMatrix;
-    loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16;
+    loop.int4_bf16_scales = op.bf16_scales;
     loop.outer = 1;
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
@@ -455,7 +457,7 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
     HostLoop loop;
     loop.kind = int4_row ? HostLoop::Kind::Int4FloatVectorMatrix : HostLoop::Kind::Int8FloatVectorMatrix;
-    loop.int4_bf16_scales = graph.data_type(op.scales) == DataType::bf16; // only S4 weights have them
+    loop.int4_bf16_scales = op.bf16_scales; // only S4 weights have them
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
     loop.int4_zero_points = op.zero_points != kNoValue;
