@@ -518,15 +518,6 @@ size_t int4_columns_per_chunk(const Int4MatrixShape& shape) {
   return std::max<size_t>(16, 65536 / std::max<size_t>(1, shape.k));
 }
 
-// A COMPRESSED_MATMUL's group scales, f32 or bf16 as the program stores them.
-GroupScales group_scales(const HostLoop& loop, const dnnl::memory& scales) {
-  const void* data = scales.get_data_handle();
-  if (loop.int4_bf16_scales) {
-    return GroupScales(static_cast<const uint16_t*>(data));
-  }
-  return GroupScales(static_cast<const float*>(data));
-}
-
 } // namespace
 
 // torchao's affine quantization (COMPRESSED_MATMUL): each row's scale and zero point live in aux
@@ -591,7 +582,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.rows = static_cast<const uint8_t*>(source);
       operands.row_scales = scales;
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = group_scales(loop, step.host_sources[1]);
+      operands.scales = GroupScales(handle(1), loop.int4_bf16_scales);
       operands.column_scales = static_cast<const float*>(handle(2));
       operands.scratch = static_cast<uint8_t*>(handle(3));
       operands.bias = loop.widened_primitives->bias ? static_cast<const float*>(handle(4)) : nullptr;
@@ -605,7 +596,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       operands.row_scale = scales[0];
       operands.zero_point = zero_points[0];
       operands.weights = static_cast<const uint8_t*>(handle(0));
-      operands.scales = group_scales(loop, step.host_sources[1]);
+      operands.scales = GroupScales(handle(1), loop.int4_bf16_scales);
       operands.terms = static_cast<const float*>(handle(2));
       operands.bias = loop.int4_bias ? static_cast<const float*>(handle(3)) : nullptr;
       operands.dst = static_cast<float*>(target);
@@ -634,7 +625,7 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       const Int4FloatRowOperands operands{
           row,
           static_cast<const uint8_t*>(handle(0)),
-          group_scales(loop, step.host_sources[1]),
+          GroupScales(handle(1), loop.int4_bf16_scales),
           zero_points,
           bias,
           dst};

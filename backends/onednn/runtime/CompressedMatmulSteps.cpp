@@ -133,15 +133,6 @@ BufferId transposed_groups(GraphBuilder& graph, const CompressedOperands& op, ui
   return transposed;
 }
 
-// The program's scales, f32 or bf16.
-GroupScales stored_scales(GraphBuilder& graph, const CompressedOperands& op) {
-  const void* data = graph.constant_data(op.scales);
-  if (op.bf16_scales) {
-    return GroupScales(static_cast<const uint16_t*>(data));
-  }
-  return GroupScales(static_cast<const float*>(data));
-}
-
 // Rows quantized as torchao does: q (s8, or q + 128 as u8 with `as_u8`) and, per row, the scale (f32)
 // and the zero point (s32) in one scratch buffer [2, rows] (scales first, so the front is oneDNN's
 // per-row src scales).
@@ -168,7 +159,7 @@ BufferId column_terms(GraphBuilder& graph, const CompressedOperands& op, Int4Mat
   const auto terms = graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::int4_column_terms, [&] {
     std::vector<float> computed(static_cast<size_t>(op.n));
     const auto* weights = static_cast<const uint8_t*>(graph.constant_data(op.weights));
-    const GroupScales scales = stored_scales(graph, op);
+    const GroupScales scales(graph.constant_data(op.scales), op.bf16_scales);
     // Every weight of the program is read here, once per program: on the pool when a graph is built
     // inside execute() (a new prompt length), on this thread at init.
     parallel_chunks(computed.size(), 256, [&](size_t begin, size_t end) {
@@ -297,7 +288,7 @@ std::shared_ptr<const std::vector<float>> widened_columns(GraphBuilder& graph, c
   return graph.derived_floats(op.weights, op.scales, GraphBuilder::Derived::widened_columns, [&] {
     const WidenedInt4Shape shape = widened_shape(op);
     const size_t groups = shape.k / shape.group;
-    const GroupScales scales = stored_scales(graph, op);
+    const GroupScales scales(graph.constant_data(op.scales), op.bf16_scales);
     ScaleRows scale_rows(scales, groups);
     std::vector<float> columns(2 * shape.n);
     for (size_t r = 0; r < shape.n; ++r) {

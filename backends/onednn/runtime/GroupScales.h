@@ -21,6 +21,10 @@ class GroupScales {
   // Implicit: kernels and tests hand over plain arrays.
   GroupScales(const float* f32) : f32_(f32) {}
   GroupScales(const uint16_t* bf16) : bf16_(bf16) {}
+  // Untyped data, bf16 or f32 as `bf16` says (a program's constant, a host loop's source).
+  GroupScales(const void* data, bool bf16)
+      : f32_(bf16 ? nullptr : static_cast<const float*>(data)),
+        bf16_(bf16 ? static_cast<const uint16_t*>(data) : nullptr) {}
 
   bool is_bf16() const {
     return bf16_ != nullptr;
