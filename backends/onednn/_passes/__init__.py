@@ -16,6 +16,7 @@ from .fold_arithmetic import drop_neutral_binaries, fold_channel_scales, fold_op
 from .fold_batch_norm import fold_batch_norm
 from .fold_channel_gates import fold_channel_gates
 from .fuse_attention import fuse_attention
+from .fuse_interleaved_rotary import fuse_interleaved_rotary
 from .fuse_post_ops import fuse_post_ops
 from .fuse_requantize import fuse_requantize
 from .fuse_rms_norm import fuse_rms_norm
@@ -36,6 +37,7 @@ PASSES: list[GraphPass] = [
     fold_channel_scales,
     fold_channel_gates,
     rotate_half_as_matmul,
+    fuse_interleaved_rotary,
     fuse_rms_norm,
     fuse_post_ops,
     recognize_activations,
@@ -70,6 +72,7 @@ __all__ = [
     "fold_channel_scales",
     "fold_operand_scales",
     "fuse_attention",
+    "fuse_interleaved_rotary",
     "fuse_post_ops",
     "fuse_requantize",
     "fuse_rms_norm",

@@ -309,7 +309,7 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
 }
 
 // Host loops run on the calling thread, inside run_in_thread_pool(); the rows of a QuantizeRows, Softmax,
-// RmsNorm, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or GeluTanh one, are independent
+// RmsNorm, Rotary, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or GeluTanh one, are independent
 // and split across the pool's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
@@ -332,6 +332,13 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
         softmax_rows(loop.softmax, source, target, aux_values, begin, end);
       });
       return Error::Ok;
+    case HostLoop::Kind::Rotary: {
+      const auto* sin = static_cast<const float*>(step.host_sources[0].get_data_handle());
+      split_rows(loop.rotary.rows, 2 * loop.rotary.pairs, [&](size_t begin, size_t end) {
+        rotary_rows(loop.rotary, source, aux_values, sin, target, begin, end);
+      });
+      return Error::Ok;
+    }
     case HostLoop::Kind::RmsNorm:
       split_rows(loop.rms_norm.rows, loop.rms_norm.extent, [&](size_t begin, size_t end) {
         rms_norm_rows(loop.rms_norm, source, target, aux_values, begin, end);

@@ -450,6 +450,55 @@ void build_rms_norm(const StepRecord& step, GraphBuilder& graph) {
   graph.add_host_loop(loop, graph.define(step.outputs[0], plain_desc(dims, dst_type)), source, weight);
 }
 
+// On the host (Rotary.h): src [..., P, 2] as P pairs per row, the tables [..., P] broadcasting to
+// src's dims without the last (left-padded, each dim equal or 1).
+void build_rotary(const StepRecord& step, GraphBuilder& graph) {
+  const uint32_t src = step.inputs[0], cos = step.inputs[1], sin = step.inputs[2];
+  const memory::dims dims = graph.dims(src);
+  require_same_dims(dims, graph.dims(step.outputs[0]), "src and dst dims");
+  ODNN_CHECK(
+      dims.size() >= 2 && dims.back() == 2 && dims[dims.size() - 2] > 0,
+      "src %s must hold pairs [..., P, 2]",
+      dims_string(dims).c_str());
+  const memory::dims rows(dims.begin(), dims.end() - 1);
+  const memory::dims table_dims = graph.dims(cos);
+  const memory::dims table = left_pad(table_dims, rows.size());
+  ODNN_CHECK(
+      table_dims == graph.dims(sin) && table_dims.size() <= rows.size() && table.back() == rows.back() &&
+          broadcasts_to(table, rows),
+      "tables %s and %s must be alike and broadcast to %s",
+      dims_string(table_dims).c_str(),
+      dims_string(graph.dims(sin)).c_str(),
+      dims_string(rows).c_str());
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::Rotary;
+  RotaryRows& rotary = loop.rotary;
+  rotary.pairs = static_cast<size_t>(rows.back());
+  rotary.rows = static_cast<size_t>(element_count(rows)) / rotary.pairs;
+  // Row r's coordinates (last one first) select the table row through the dims the tables keep.
+  rotary.table_rows.resize(rotary.rows);
+  for (size_t r = 0; r < rotary.rows; ++r) {
+    size_t rest = r, table_row = 0, table_stride = 1;
+    for (size_t axis = rows.size() - 1; axis-- > 0;) {
+      const size_t size = static_cast<size_t>(rows[axis]), coordinate = rest % size;
+      rest /= size;
+      if (table[axis] != 1) {
+        table_row += coordinate * table_stride;
+        table_stride *= size;
+      }
+    }
+    rotary.table_rows[r] = static_cast<uint32_t>(table_row);
+  }
+  const DataType type = graph.compute_type(step.outputs[0]) == DataType::bf16 ? DataType::bf16 : DataType::f32;
+  rotary.bf16 = type == DataType::bf16;
+  graph.add_host_loop(
+      loop,
+      graph.define(step.outputs[0], plain_desc(dims, type)),
+      graph.input(src, plain_desc(dims, type)),
+      graph.plain_input(cos, DataType::f32),
+      {graph.plain_input(sin, DataType::f32)});
+}
+
 void build_softmax(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
   const memory::dims dims = graph.dims(src);

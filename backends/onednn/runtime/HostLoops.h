@@ -17,6 +17,7 @@
 #include "IndexKernels.h"
 #include "Int4VectorMatrix.h"
 #include "NanKernels.h"
+#include "Rotary.h"
 #include "RowKernels.h"
 #include "VectorMatrix.h"
 #include "WidenedInt4Matmul.h"
@@ -83,6 +84,7 @@ struct HostLoop {
     // dst [outer, inner] = the mean over `extent` pixels of channels-last f32 src [outer, extent, inner],
     // aux the partial sums (mean_chunks() per image).
     GlobalAveragePool,
+    Rotary, // dst = the interleaved rotary embedding (Rotary.h) of src; aux the cos table, the more source sin
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -120,6 +122,7 @@ struct HostLoop {
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
   bool int4_bf16_scales = false;         // Int4VectorMatrix, Int4FloatVectorMatrix, WidenedInt4Matmul
   CachedAttentionShape cached_attention; // CachedAttention
+  RotaryRows rotary;                     // Rotary
   std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
 

@@ -88,8 +88,9 @@ enum class StepKind : uint32_t {
   IndexPut = 23,
   CompressedMatmul = 24,
   CachedAttention = 25,
+  Rotary = 26,
 };
-inline constexpr uint32_t kNumStepKinds = 26; // codes 1..25; 0 is unused
+inline constexpr uint32_t kNumStepKinds = 27; // codes 1..26; 0 is unused
 
 enum class EltwiseAlg : int64_t {
   Relu = 0,
@@ -192,6 +193,7 @@ inline constexpr CodeRow<StepKind, StepSignature> kStepSignatures[] = {
     {StepKind::IndexPut, {"INDEX_PUT", 3, 3, true, false, 1, true}},
     {StepKind::CompressedMatmul, {"COMPRESSED_MATMUL", 3, 5, false, false, 1, false}},
     {StepKind::CachedAttention, {"CACHED_ATTENTION", 4, 4, false, false, 1, true}},
+    {StepKind::Rotary, {"ROTARY", 3, 3, false, false, 1, false}},
 };
 static_assert(covers_codes(kStepSignatures, 1, kNumStepKinds), "one signature per StepKind (code 0 is unused)");
 

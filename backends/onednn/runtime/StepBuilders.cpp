@@ -42,6 +42,7 @@ constexpr CodeRow<StepKind, StepBuilderFn> kStepBuilders[] = {
     {StepKind::IndexPut, build_index_put},
     {StepKind::CompressedMatmul, build_compressed_matmul},
     {StepKind::CachedAttention, build_cached_attention},
+    {StepKind::Rotary, build_rotary},
 };
 static_assert(covers_codes(kStepBuilders, 1, kNumStepKinds), "one builder per StepKind (code 0 is unused)");
 

@@ -39,6 +39,7 @@ void build_quantize_rows(const StepRecord& step, GraphBuilder& graph);
 void build_attention(const StepRecord& step, GraphBuilder& graph);
 void build_cached_attention(const StepRecord& step, GraphBuilder& graph);
 void build_rms_norm(const StepRecord& step, GraphBuilder& graph);
+void build_rotary(const StepRecord& step, GraphBuilder& graph);
 void build_adaptive_pooling(const StepRecord& step, GraphBuilder& graph);
 void build_arg_reduction(const StepRecord& step, GraphBuilder& graph);
 void build_gather(const StepRecord& step, GraphBuilder& graph);

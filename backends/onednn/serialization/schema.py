@@ -108,6 +108,7 @@ class StepKind(IntEnum):
     INDEX_PUT = 23
     COMPRESSED_MATMUL = 24
     CACHED_ATTENTION = 25
+    ROTARY = 26
 
 
 class EltwiseAlg(IntEnum):

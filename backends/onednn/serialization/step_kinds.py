@@ -101,6 +101,9 @@ STEP_KINDS: dict[StepKind, StepKindRow] = {
     StepKind.COMPRESSED_MATMUL: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True, computes_in_bf16=True),
     # ExecuTorch's custom_sdpa over a KV cache, on the host in f32; reads its start position (int64).
     StepKind.CACHED_ATTENTION: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True, keeps_fp32=True, host_index=True),
+    # An interleaved rotary embedding (_passes/fuse_interleaved_rotary.py), on the host; under bf16 it
+    # reads and writes bf16 and computes in f32.
+    StepKind.ROTARY: StepKindRow(LayoutRole.WRITES_PLAIN, reads_plain=True),
 }
 
 

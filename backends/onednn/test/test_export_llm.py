@@ -91,6 +91,7 @@ def test_export_llm_pte_generates_the_eager_models_greedy_tokens_under_text_llm_
         payloads = [deserialize(data.data) for data in program.backend_delegate_data]
         steps = [step.kind for payload in payloads for step in payload.steps]
         assert steps.count(StepKind.CACHED_ATTENTION) == 2  # one per layer
+        assert steps.count(StepKind.ROTARY) == 4  # queries and keys of each layer
 
     prompt = "the quick"
     pieces: list[str] = []

@@ -4,6 +4,7 @@
 // the reference loops in ReferenceOps.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -679,6 +680,130 @@ TEST(OpCorrectness, RmsNormMatchesReferenceWithAndWithoutWeight) {
         outputs[0],
         rms_norm_ref(x, 37, weighted ? weight : std::vector<float>(37, 1.0f), 1e-5),
         weighted ? "rms norm with weight" : "rms norm");
+  }
+}
+
+// Stored through a volatile, so that the compiler cannot fuse the product into the sum that reads it.
+float unfused_product(float a, float b) {
+  volatile float rounded = a * b;
+  return rounded;
+}
+
+// Interleaved rotary embedding of x [..., P, 2] with tables broadcasting (left-padded with 1s) to x's
+// dims without the last, as the unfused graph computes it: each product rounded, then subtracted or added.
+std::vector<float> rotary_ref(
+    const std::vector<float>& x,
+    const std::vector<int64_t>& dims,
+    const std::vector<float>& cos,
+    const std::vector<float>& sin,
+    std::vector<int64_t> table_dims) {
+  const std::vector<int64_t> rows(dims.begin(), dims.end() - 1);
+  table_dims.insert(table_dims.begin(), rows.size() - table_dims.size(), 1);
+  std::vector<float> out(x.size());
+  for (size_t pair = 0; pair < x.size() / 2; ++pair) {
+    size_t rest = pair, entry = 0, table_stride = 1;
+    for (size_t axis = rows.size(); axis-- > 0;) {
+      const size_t coordinate = rest % static_cast<size_t>(rows[axis]);
+      rest /= static_cast<size_t>(rows[axis]);
+      entry += (table_dims[axis] == 1 ? 0 : coordinate) * table_stride;
+      table_stride *= static_cast<size_t>(table_dims[axis]);
+    }
+    const float x0 = x[2 * pair], x1 = x[2 * pair + 1];
+    out[2 * pair] = unfused_product(x0, cos[entry]) - unfused_product(x1, sin[entry]);
+    out[2 * pair + 1] = unfused_product(x0, sin[entry]) + unfused_product(x1, cos[entry]);
+  }
+  return out;
+}
+
+void expect_same_bits(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what << ": element count differs";
+  size_t differing = 0, first = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0 && differing++ == 0) {
+      first = i;
+    }
+  }
+  EXPECT_EQ(differing, 0u) << what << ": element " << first << " is " << actual[first] << ", expected "
+                           << expected[first];
+}
+
+TEST(OpCorrectness, RotaryMatchesTheUnfusedStepsBitForBitForEachTableBroadcast) {
+  // x [batch, positions, heads, pairs, 2]; tables per position (over the heads, at every rank the
+  // exporters write), per position and head, one row for all, and per batch and position over rows
+  // enough for several of the thread pool's chunks.
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{1, 3, 4, 8, 2}, {1, 3, 1, 8}},
+      {{1, 3, 4, 8, 2}, {3, 1, 8}},
+      {{1, 3, 4, 8, 2}, {1, 3, 4, 8}},
+      {{1, 3, 4, 8, 2}, {8}},
+      {{2, 40, 16, 8, 2}, {2, 40, 1, 8}},
+  };
+  for (const auto& [dims, table_dims] : cases) {
+    const auto x = random_values(element_count(dims), 61);
+    const auto cos = random_values(element_count(table_dims), 62);
+    const auto sin = random_values(element_count(table_dims), 63);
+    for (const bool tables_are_constants : {false, true}) {
+      Model model;
+      const uint32_t src = model.input(dims);
+      const uint32_t cos_table = tables_are_constants ? model.constant(table_dims, cos) : model.input(table_dims);
+      const uint32_t sin_table = tables_are_constants ? model.constant(table_dims, sin) : model.input(table_dims);
+      const uint32_t dst = model.value(dims);
+      model.payload.step(Kind::Rotary, {src, cos_table, sin_table}, {dst});
+      model.output(dst, dims);
+      const auto outputs = tables_are_constants ? run_model(model, {x}) : run_model(model, {x, cos, sin});
+      ASSERT_EQ(outputs.size(), 1u);
+      expect_same_bits(
+          outputs[0],
+          rotary_ref(x, dims, cos, sin, table_dims),
+          "rotary of " + std::to_string(element_count(dims)) + " values, tables of " +
+              std::to_string(table_dims.size()) + " dims and " + std::to_string(element_count(table_dims)) + " values" +
+              (tables_are_constants ? " (constants)" : " (inputs)"));
+    }
+  }
+}
+
+// Round to nearest, ties to even (no NaN here).
+uint16_t round_to_bf16_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  const uint32_t kept = bits >> 16, dropped = bits & 0xFFFF;
+  return static_cast<uint16_t>(kept + (dropped > 0x8000 || (dropped == 0x8000 && (kept & 1) != 0) ? 1 : 0));
+}
+
+float bf16_bits_to_float(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
+TEST(OpCorrectness, Bf16RotaryRoundsTheF32ResultOnce) {
+  // Whether this CPU computes bf16 steps in bf16 or widens them to f32, the pairs are widened exactly,
+  // rotated in f32 and rounded once.
+  const std::vector<int64_t> dims = {1, 3, 4, 8, 2}, table_dims = {1, 3, 1, 8};
+  std::vector<uint16_t> x_bits;
+  std::vector<float> x;
+  for (const float value : random_values(element_count(dims), 64)) {
+    x_bits.push_back(round_to_bf16_bits(value * 4.0f));
+    x.push_back(bf16_bits_to_float(x_bits.back()));
+  }
+  const auto cos = random_values(element_count(table_dims), 65);
+  const auto sin = random_values(element_count(table_dims), 66);
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  Model model;
+  const uint32_t src = model.input(dims, kBf16);
+  const uint32_t cos_table = model.input(table_dims);
+  const uint32_t sin_table = model.input(table_dims);
+  const uint32_t dst = model.value(dims, kBf16);
+  model.payload.step(Kind::Rotary, {src, cos_table, sin_table}, {dst});
+  model.output(dst, dims);
+  const auto outputs = run_model_bytes(model, {to_bytes(x_bits), to_bytes(cos), to_bytes(sin)});
+  ASSERT_EQ(outputs.size(), 1u);
+  const auto got = from_bytes<uint16_t>(outputs[0]);
+  const auto want = rotary_ref(x, dims, cos, sin, table_dims);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i], round_to_bf16_bits(want[i])) << "bf16 rotary value " << i << ", f32 " << want[i];
   }
 }
 

@@ -359,6 +359,40 @@ TEST(PayloadValidation, RmsNormWithBadEpsOrWeightIsRejected) {
   }
 }
 
+struct RotaryDims {
+  std::vector<int64_t> src, dst, cos, sin;
+  const char* fault;
+};
+
+Error rotary_init_error(const RotaryDims& dims) {
+  Model model;
+  const uint32_t src = model.input(dims.src);
+  const uint32_t cos = model.input(dims.cos);
+  const uint32_t sin = model.input(dims.sin);
+  const uint32_t dst = model.value(dims.dst);
+  model.payload.step(Kind::Rotary, {src, cos, sin}, {dst});
+  model.output(dst, dims.dst);
+  return init_error(model.payload.build(), &model.data);
+}
+
+TEST(PayloadValidation, RotaryWithMismatchedDimsIsRejected) {
+  const std::vector<int64_t> pairs = {1, 3, 4, 8, 2}, table = {1, 3, 1, 8};
+  // The same step with valid dims initializes: each rejection below is its one fault's.
+  ASSERT_EQ(rotary_init_error({pairs, pairs, table, table, "none"}), Error::Ok);
+  for (const RotaryDims& dims : std::vector<RotaryDims>{
+           {{1, 3, 4, 8, 3}, {1, 3, 4, 8, 3}, table, table, "src's last dim is not 2"},
+           {{2}, {2}, {1}, {1}, "src has no pairs dim"},
+           {pairs, {1, 3, 4, 16, 1}, table, table, "dst's dims differ from src's"},
+           {pairs, pairs, {1, 3, 2, 8}, {1, 3, 2, 8}, "tables have 2 heads against 4"},
+           {pairs, pairs, {3, 8}, {3, 8}, "tables [3, 8] align with the heads"},
+           {pairs, pairs, table, {1, 3, 4, 8}, "cos and sin dims differ"},
+           {pairs, pairs, {1, 3, 1, 4}, {1, 3, 1, 4}, "tables' last dim is not P"},
+           {pairs, pairs, {1, 1, 3, 1, 8}, {1, 1, 3, 1, 8}, "tables rank above src's without the last"},
+       }) {
+    EXPECT_EQ(rotary_init_error(dims), Error::InvalidProgram) << dims.fault;
+  }
+}
+
 TEST(PayloadValidation, InitDestroyThousandTimesReleasesEverything) {
   Model model = valid_model();
   const auto bytes = model.payload.build();
