@@ -4,6 +4,7 @@
 // that work in any layout read their input as it is and write dst in the same (or oneDNN's matching)
 // layout.
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 
@@ -475,6 +476,10 @@ void build_rotary(const StepRecord& step, GraphBuilder& graph) {
   RotaryRows& rotary = loop.rotary;
   rotary.pairs = static_cast<size_t>(rows.back());
   rotary.rows = static_cast<size_t>(element_count(rows)) / rotary.pairs;
+  ODNN_CHECK(
+      static_cast<size_t>(element_count(table_dims)) / rotary.pairs <= UINT32_MAX,
+      "tables %s have more rows than a 32-bit index holds",
+      dims_string(table_dims).c_str());
   // Row r's coordinates (last one first) select the table row through the dims the tables keep.
   rotary.table_rows.resize(rotary.rows);
   for (size_t r = 0; r < rotary.rows; ++r) {
