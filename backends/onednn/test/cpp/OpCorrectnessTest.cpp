@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../runtime/Bf16.h"
 #include "BackendHarness.h"
 #include "ReferenceOps.h"
 
@@ -762,21 +763,6 @@ TEST(OpCorrectness, RotaryMatchesTheUnfusedStepsBitForBitForEachTableBroadcast) 
   }
 }
 
-// Round to nearest, ties to even (no NaN here).
-uint16_t round_to_bf16_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  const uint32_t kept = bits >> 16, dropped = bits & 0xFFFF;
-  return static_cast<uint16_t>(kept + (dropped > 0x8000 || (dropped == 0x8000 && (kept & 1) != 0) ? 1 : 0));
-}
-
-float bf16_bits_to_float(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
-
 TEST(OpCorrectness, Bf16RotaryRoundsTheF32ResultOnce) {
   // Whether this CPU computes bf16 steps in bf16 or widens them to f32, the pairs are widened exactly,
   // rotated in f32 and rounded once.
@@ -784,8 +770,8 @@ TEST(OpCorrectness, Bf16RotaryRoundsTheF32ResultOnce) {
   std::vector<uint16_t> x_bits;
   std::vector<float> x;
   for (const float value : random_values(element_count(dims), 64)) {
-    x_bits.push_back(round_to_bf16_bits(value * 4.0f));
-    x.push_back(bf16_bits_to_float(x_bits.back()));
+    x_bits.push_back(executorch::backends::onednn::to_bf16_bits(value * 4.0f));
+    x.push_back(executorch::backends::onednn::from_bf16_bits(x_bits.back()));
   }
   const auto cos = random_values(element_count(table_dims), 65);
   const auto sin = random_values(element_count(table_dims), 66);
@@ -803,7 +789,8 @@ TEST(OpCorrectness, Bf16RotaryRoundsTheF32ResultOnce) {
   const auto want = rotary_ref(x, dims, cos, sin, table_dims);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i], round_to_bf16_bits(want[i])) << "bf16 rotary value " << i << ", f32 " << want[i];
+    EXPECT_EQ(got[i], executorch::backends::onednn::to_bf16_bits(want[i]))
+        << "bf16 rotary value " << i << ", f32 " << want[i];
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../runtime/Bf16.h"
 #include "../../runtime/Rotary.h"
 
 namespace executorch::backends::onednn {
@@ -31,24 +32,6 @@ uint32_t bits_of(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
-}
-
-float widen(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
-
-// Round to nearest, ties to even; any NaN becomes a quiet one.
-uint16_t round_to_bf16(float value) {
-  if (std::isnan(value)) {
-    return 0x7FC0;
-  }
-  const uint32_t bits = bits_of(value);
-  const uint32_t kept = bits >> 16, dropped = bits & 0xFFFF;
-  const bool round_up = dropped > 0x8000 || (dropped == 0x8000 && (kept & 1) != 0);
-  return static_cast<uint16_t>(kept + (round_up ? 1 : 0));
 }
 
 // NaN matches any NaN (its sign and payload are not specified); anything else matches its own bits, so
@@ -110,23 +93,13 @@ RotaryRows rotary_rows_of(size_t pairs, bool bf16, std::vector<uint32_t> table_r
   return rows;
 }
 
-// Runs rows [begin, end) of f32 `x` into a copy of `dst`.
-std::vector<float> run_f32(
+// Runs rows [begin, end) of `x` (f32, or bf16 bits) into a copy of `dst`.
+template <typename T>
+std::vector<T> run(
     const RotaryRows& rows,
-    const std::vector<float>& x,
+    const std::vector<T>& x,
     const Tables& tables,
-    std::vector<float> dst,
-    size_t begin,
-    size_t end) {
-  rotary_rows(rows, x.data(), tables.cos.data(), tables.sin.data(), dst.data(), begin, end);
-  return dst;
-}
-
-std::vector<uint16_t> run_bf16(
-    const RotaryRows& rows,
-    const std::vector<uint16_t>& x,
-    const Tables& tables,
-    std::vector<uint16_t> dst,
+    std::vector<T> dst,
     size_t begin,
     size_t end) {
   rotary_rows(rows, x.data(), tables.cos.data(), tables.sin.data(), dst.data(), begin, end);
@@ -136,7 +109,7 @@ std::vector<uint16_t> run_bf16(
 std::vector<uint16_t> to_bf16(const std::vector<float>& values) {
   std::vector<uint16_t> out;
   for (float value : values) {
-    out.push_back(round_to_bf16(value));
+    out.push_back(to_bf16_bits(value));
   }
   return out;
 }
@@ -144,7 +117,7 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& values) {
 std::vector<float> widen_all(const std::vector<uint16_t>& values) {
   std::vector<float> out;
   for (uint16_t value : values) {
-    out.push_back(widen(value));
+    out.push_back(from_bf16_bits(value));
   }
   return out;
 }
@@ -162,8 +135,8 @@ void expect_same_f32(const std::vector<float>& got, const std::vector<float>& wa
 void expect_rounded_bf16(const std::vector<uint16_t>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_TRUE(same_value(widen(got[i]), widen(round_to_bf16(want[i]))))
-        << what << " value " << i << ": 0x" << std::hex << got[i] << ", want 0x" << round_to_bf16(want[i]) << " (f32 "
+    EXPECT_TRUE(same_value(from_bf16_bits(got[i]), from_bf16_bits(to_bf16_bits(want[i]))))
+        << what << " value " << i << ": 0x" << std::hex << got[i] << ", want 0x" << to_bf16_bits(want[i]) << " (f32 "
         << std::dec << want[i] << ")";
   }
 }
@@ -182,7 +155,7 @@ TEST(Rotary, F32MatchesTheUnfusedProductsBitForBit) {
   const Tables tables(5, pairs);
   const std::vector<float> x = normal_values(5 * pairs * 2, 1);
   const std::vector<float> want = reference_rotary(x, tables.cos, tables.sin, rows.table_rows, pairs);
-  expect_same_f32(run_f32(rows, x, tables, std::vector<float>(x.size()), 0, 5), want, "f32");
+  expect_same_f32(run(rows, x, tables, std::vector<float>(x.size()), 0, 5), want, "f32");
 
   // A fused multiply-add would give other bits on these values, so the comparison above can tell.
   size_t fused_differs = 0;
@@ -202,7 +175,7 @@ TEST(Rotary, Bf16RoundsTheF32ResultOnceToNearestEven) {
   const Tables tables(4, pairs);
   const std::vector<uint16_t> x = to_bf16(normal_values(4 * pairs * 2, 2));
   const std::vector<float> want = reference_rotary(widen_all(x), tables.cos, tables.sin, rows.table_rows, pairs);
-  const std::vector<uint16_t> got = run_bf16(rows, x, tables, std::vector<uint16_t>(x.size()), 0, 4);
+  const std::vector<uint16_t> got = run(rows, x, tables, std::vector<uint16_t>(x.size()), 0, 4);
   expect_rounded_bf16(got, want, "bf16");
 
   // Truncating instead of rounding would give other bits on these values.
@@ -221,10 +194,10 @@ TEST(Rotary, EachRowReadsTheTableRowItIsGiven) {
   const std::vector<float> x = normal_values(table_rows.size() * pairs * 2, 3);
   const std::vector<float> want = reference_rotary(x, tables.cos, tables.sin, table_rows, pairs);
   expect_same_f32(
-      run_f32(rotary_rows_of(pairs, false, table_rows), x, tables, std::vector<float>(x.size()), 0, 6), want, "f32");
+      run(rotary_rows_of(pairs, false, table_rows), x, tables, std::vector<float>(x.size()), 0, 6), want, "f32");
   const std::vector<uint16_t> x_bf16 = to_bf16(x);
   expect_rounded_bf16(
-      run_bf16(rotary_rows_of(pairs, true, table_rows), x_bf16, tables, std::vector<uint16_t>(x.size()), 0, 6),
+      run(rotary_rows_of(pairs, true, table_rows), x_bf16, tables, std::vector<uint16_t>(x.size()), 0, 6),
       reference_rotary(widen_all(x_bf16), tables.cos, tables.sin, table_rows, pairs),
       "bf16");
 
@@ -235,7 +208,7 @@ TEST(Rotary, EachRowReadsTheTableRowItIsGiven) {
     same_x[i] = same_x[4 * row_values + i] = x[row_values + i];
   }
   const std::vector<float> got =
-      run_f32(rotary_rows_of(pairs, false, table_rows), same_x, tables, std::vector<float>(x.size()), 0, 6);
+      run(rotary_rows_of(pairs, false, table_rows), same_x, tables, std::vector<float>(x.size()), 0, 6);
   size_t row_4_differs = 0, row_0_differs = 0;
   for (size_t i = 0; i < row_values; ++i) {
     row_4_differs += got[4 * row_values + i] != got[row_values + i] ? 1 : 0;
@@ -253,30 +226,30 @@ TEST(Rotary, SubRangeWritesOnlyItsRows) {
   const size_t row_values = 2 * pairs;
 
   const RotaryRows f32_rows = rotary_rows_of(pairs, false, identity_rows(row_count));
-  const std::vector<float> got = run_f32(f32_rows, x, tables, std::vector<float>(x.size(), -7.0f), begin, end);
+  const std::vector<float> got = run(f32_rows, x, tables, std::vector<float>(x.size(), -7.0f), begin, end);
   for (size_t i = 0; i < got.size(); ++i) {
     const bool inside = i >= begin * row_values && i < end * row_values;
     EXPECT_TRUE(same_value(got[i], inside ? want[i] : -7.0f)) << "f32 value " << i << " is " << got[i];
   }
   // Two ranges that meet give what one range over both gives.
-  std::vector<float> halves = run_f32(f32_rows, x, tables, std::vector<float>(x.size()), 0, 2);
-  halves = run_f32(f32_rows, x, tables, halves, 2, row_count);
+  std::vector<float> halves = run(f32_rows, x, tables, std::vector<float>(x.size()), 0, 2);
+  halves = run(f32_rows, x, tables, halves, 2, row_count);
   expect_same_f32(halves, want, "f32 in two ranges");
 
   const std::vector<uint16_t> x_bf16 = to_bf16(x);
   const std::vector<float> want_bf16 =
       reference_rotary(widen_all(x_bf16), tables.cos, tables.sin, identity_rows(row_count), pairs);
   const uint16_t sentinel = 0xBEEF;
-  const std::vector<uint16_t> got_bf16 = run_bf16(
-      rotary_rows_of(pairs, true, identity_rows(row_count)),
-      x_bf16,
-      tables,
-      std::vector<uint16_t>(x.size(), sentinel),
-      begin,
-      end);
+  const std::vector<uint16_t> got_bf16 =
+      run(rotary_rows_of(pairs, true, identity_rows(row_count)),
+          x_bf16,
+          tables,
+          std::vector<uint16_t>(x.size(), sentinel),
+          begin,
+          end);
   for (size_t i = 0; i < got_bf16.size(); ++i) {
     const bool inside = i >= begin * row_values && i < end * row_values;
-    EXPECT_EQ(got_bf16[i], inside ? round_to_bf16(want_bf16[i]) : sentinel) << "bf16 value " << i;
+    EXPECT_EQ(got_bf16[i], inside ? to_bf16_bits(want_bf16[i]) : sentinel) << "bf16 value " << i;
   }
 }
 
@@ -305,9 +278,9 @@ TEST(Rotary, NonFiniteValuesPropagateAsTheProductsDo) {
   ASSERT_TRUE(bits_of(want[14]) == bits_of(0.0f) && bits_of(want[15]) == bits_of(-0.0f));
 
   const std::vector<float> got =
-      run_f32(rotary_rows_of(pairs, false, table_rows), both_rows, tables, std::vector<float>(x.size() * 2), 0, 2);
+      run(rotary_rows_of(pairs, false, table_rows), both_rows, tables, std::vector<float>(x.size() * 2), 0, 2);
   expect_same_f32(got, want, "f32");
-  const std::vector<uint16_t> got_bf16 = run_bf16(
+  const std::vector<uint16_t> got_bf16 = run(
       rotary_rows_of(pairs, true, table_rows), to_bf16(both_rows), tables, std::vector<uint16_t>(x.size() * 2), 0, 2);
   expect_rounded_bf16(got_bf16, want, "bf16");
 }
