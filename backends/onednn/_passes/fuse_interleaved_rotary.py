@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..serialization.payload import Graph, Step
 from ..serialization.schema import BinaryAlg, DType, StepKind
-from ..serialization.shapes import same, same_dims
+from ..serialization.shapes import left_pad, same, same_dims
 
 FLOAT_TYPES = (DType.F32, DType.BF16)
 
@@ -59,7 +59,7 @@ class _Match:
             return None
         if stack.ints["axis"] != [len(dims) - 1]:
             return None
-        halves = [self._unsqueezed(value) for value in stack.inputs]
+        halves = [self._reshaped(value, adds_one=True) for value in stack.inputs]
         if halves[0] is None or halves[1] is None:
             return None
         real, imag = (self._step(value, StepKind.BINARY) for value in halves)
@@ -75,7 +75,7 @@ class _Match:
             return None
         rows = dims[:-1]
         for table in (cos, sin):
-            table_dims = (1,) * (len(rows) - len(self._dims(table))) + tuple(self._dims(table))
+            table_dims = left_pad(self._dims(table), len(rows))
             if len(table_dims) != len(rows) or not same(table_dims[-1], rows[-1]):
                 return None
             if not all(same(t, r) or t == 1 for t, r in zip(table_dims, rows)):
@@ -97,7 +97,7 @@ class _Match:
 
     def _part(self, value: int) -> tuple[int, int] | None:
         """(x, p) when `value` is x[..., p] of an x [..., 2], as a slice reshaped to drop its last dim."""
-        sliced = self._unsqueezed_source(value)
+        sliced = self._reshaped(value, adds_one=False)
         if sliced is None:
             return None
         step = self._step(sliced, StepKind.REORDER)
@@ -121,21 +121,14 @@ class _Match:
             self.walked.add(self.producers[value])
             value = step.inputs[0]
 
-    def _unsqueezed(self, value: int) -> int | None:
-        """v when `value` is v reshaped to v's dims and a last 1."""
+    def _reshaped(self, value: int, adds_one: bool) -> int | None:
+        """v when `value` is v reshaped to add a last dim of 1 (`adds_one`) or to drop one."""
         step = self._step(value, StepKind.RESHAPE)
         if step is None:
             return None
         source = step.inputs[0]
-        return source if same_dims((*self._dims(source), 1), self._dims(value)) else None
-
-    def _unsqueezed_source(self, value: int) -> int | None:
-        """v when `value` is v [..., 1] reshaped to drop the last 1."""
-        step = self._step(value, StepKind.RESHAPE)
-        if step is None:
-            return None
-        source = step.inputs[0]
-        return source if same_dims(self._dims(source), (*self._dims(value), 1)) else None
+        wide, narrow = (value, source) if adds_one else (source, value)
+        return source if same_dims(self._dims(wide), (*self._dims(narrow), 1)) else None
 
     def _step(self, value: int, kind: StepKind, walk: bool = True) -> Step | None:
         index = self.producers.get(value)

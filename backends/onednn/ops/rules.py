@@ -30,7 +30,7 @@ from ..serialization.schema import (
     ResamplingAlg,
     StepKind,
 )
-from ..serialization.shapes import SymDim, is_read_from_data, largest, same, same_dims, smallest
+from ..serialization.shapes import SymDim, is_read_from_data, largest, left_pad, same, same_dims, smallest
 from ..serialization.step_kinds import COMMUTATIVE
 from .arguments import arg, bool_arg, float_arg, floats_arg, int_arg, ints_arg, list_arg, node_arg, str_arg
 from .context import (
@@ -207,10 +207,6 @@ SCALAR_LEFT: dict[BinaryAlg, Callable[[float], tuple[float, float] | None]] = {
     BinaryAlg.SUB: lambda c: (-1.0, c),
     BinaryAlg.MUL: lambda c: (c, 0.0),
 }
-
-
-def left_pad(dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
-    return (1,) * (rank - len(dims)) + dims
 
 
 def binary_rule(alg: BinaryAlg) -> OpRule:

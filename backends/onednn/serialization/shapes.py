@@ -157,6 +157,11 @@ def same(a: int, b: int) -> bool:
     return bool(sympy.simplify(_expr(a) - _expr(b)) == 0)
 
 
+def left_pad(dims: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """`dims` with 1s prepended up to `rank` (numpy-style broadcasting alignment)."""
+    return (1,) * (rank - len(dims)) + tuple(dims)
+
+
 def same_dims(a: Sequence[int], b: Sequence[int]) -> bool:
     """Equal dims at every size: passes decide fusions with it, so that a program lowered at its
     smallest sizes (where a broadcast may vanish) gets the same steps as at its largest."""
