@@ -8,7 +8,8 @@ process, so `.pte` files using the delegate run through `executorch.runtime` wit
 `set_max_isa()`/`effective_isa()` cap and read the instruction set oneDNN dispatches to
 (`has_bf16_instructions()`/`int8_products_exact()` say what it can compute natively); `set_verbose()`
 turns on oneDNN's log of each primitive it runs; `set_winograd()` says where 3x3 convolutions compute
-through Winograd; `set_int4_products()` how an 8da4w prompt multiplies int4 weights on AMX;
+through Winograd; `set_int4_products()` how an 8da4w prompt multiplies int4 weights on AMX; `set_huge_pages()` whether
+streamed weights are copied into 2 MiB pages at load;
 `onednn_version()` names the oneDNN inside the runtime; `torch_threads(1)` keeps torch's
 thread pool off the cores while ExecuTorch runs a program from Python.
 """
@@ -22,6 +23,7 @@ from ._runtime import (
     library_path,
     load_runtime,
     onednn_version,
+    set_huge_pages,
     set_int4_products,
     set_max_isa,
     set_num_threads,
@@ -54,6 +56,7 @@ __all__ = [
     "library_path",
     "load_runtime",
     "onednn_version",
+    "set_huge_pages",
     "set_int4_products",
     "set_max_isa",
     "set_num_threads",

@@ -35,6 +35,7 @@ import torch
 OPTIONS: dict[str, tuple[str, str]] = {
     "winograd": ("set_winograd", "default"),
     "int4_products": ("set_int4_products", "fast"),
+    "huge_pages": ("set_huge_pages", "large"),
 }
 
 

@@ -53,6 +53,7 @@ struct ConstantPacking {
 struct SharedBlocks {
   BuildSettings settings = BuildSettings::current();
   std::vector<std::shared_ptr<runtime::FreeableBuffer>> constants; // by value id
+  std::vector<bool> in_huge_pages; // by value id: constants moved by GraphBuilder::move_streamed_constants()
   // Floats computed from constants at build (GraphBuilder::derived_floats), by (value ids, what).
   std::map<std::tuple<uint32_t, uint32_t, int>, std::shared_ptr<const std::vector<float>>> derived_floats;
   struct PackedWeights {

@@ -12,8 +12,10 @@
 
 #include "CompiledGraph.h"
 #include "CpuIsa.h"
+#include "HostMemory.h"
 #include "InitError.h"
 #include "StepBuilders.h"
+#include "Threading.h"
 #include "Winograd.h"
 
 namespace executorch::backends::onednn {
@@ -77,7 +79,7 @@ void transform_winograd_weights(memory& from, memory& to, const dnnl::engine& en
 } // namespace
 
 BuildSettings BuildSettings::current() noexcept {
-  return {winograd_use(), onednn::int4_products()};
+  return {winograd_use(), onednn::int4_products(), onednn::huge_pages()};
 }
 
 GraphBuilder::GraphBuilder(
@@ -651,6 +653,68 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
   }
 }
 
+// HostMemory.h ("huge_pages") says why. Each constant's program bytes are let go right after their
+// copy, so the process never holds two copies of more than one constant.
+void GraphBuilder::move_streamed_constants() {
+  if (settings_.huge_pages == HugePages::never) {
+    return;
+  }
+  std::vector<BufferId> streamed;
+  std::vector<bool> seen(buffers_.size(), false);
+  size_t total = 0;
+  for (const RecordedStep& step : steps_) {
+    for (const auto& arg : step.args) {
+      if (!step.primitive && step.host.kind == HostLoop::Kind::Gather && arg.first == DNNL_ARG_SRC) {
+        continue; // a table a few rows of which are read a call (an embedding)
+      }
+      const BufferId source = root(arg.second);
+      const uint32_t id = buffers_[source].owner_value;
+      if (seen[source] || buffers_[source].storage != Storage::Program ||
+          (shared_ != nullptr && id < shared_->in_huge_pages.size() && shared_->in_huge_pages[id])) {
+        continue;
+      }
+      seen[source] = true;
+      streamed.push_back(source);
+      program_bytes(source); // loaded now where no step's memory has been made yet
+      total += round_up(buffers_[source].program_bytes->size());
+    }
+  }
+  if (total == 0 || (settings_.huge_pages == HugePages::large && total < kLargeStreamedBytes)) {
+    return;
+  }
+  const std::shared_ptr<uint8_t> block = allocate_huge_page_block(total);
+  const auto release = [](void* context, void* /*data*/, size_t /*size*/) {
+    delete static_cast<std::shared_ptr<uint8_t>*>(context);
+  };
+  size_t offset = 0;
+  const runtime::Error copied = run_in_thread_pool([&] {
+    for (const BufferId source : streamed) {
+      std::shared_ptr<runtime::FreeableBuffer>& bytes = buffers_[source].program_bytes;
+      const auto* from = static_cast<const uint8_t*>(bytes->data());
+      uint8_t* to = block.get() + offset;
+      // On the pool: the first touch of each huge page is the slow part, and in a VM its wait on the
+      // host's backing overlaps across threads.
+      parallel_chunks(bytes->size(), size_t{1} << 20, [&](size_t begin, size_t end) {
+        std::memcpy(to + begin, from + begin, end - begin);
+      });
+      auto holder = std::make_unique<std::shared_ptr<uint8_t>>(block); // the FreeableBuffer's context
+      auto moved = std::make_shared<runtime::FreeableBuffer>(to, bytes->size(), release, holder.get());
+      holder.release();
+      offset += round_up(bytes->size());
+      const uint32_t id = buffers_[source].owner_value;
+      if (shared_ != nullptr) {
+        shared_->constants[id] = moved;
+        shared_->in_huge_pages.resize(shared_->constants.size());
+        shared_->in_huge_pages[id] = true;
+      }
+      bytes = std::move(moved); // the last holder of the program's bytes: freed here
+    }
+    return runtime::Error::Ok;
+  });
+  ODNN_CHECK(copied == runtime::Error::Ok, "copying %zu bytes of streamed constants", total);
+  ET_LOG(Debug, "OneDnnBackend: %zu streamed constants (%zu bytes) moved into huge pages", streamed.size(), total);
+}
+
 memory GraphBuilder::make_memory(BufferId id, CompiledGraph& graph) {
   size_t view_bytes = 0; // where an alias chain starts inside its root's bytes
   BufferId base_id = id;
@@ -699,6 +763,7 @@ void GraphBuilder::finish(CompiledGraph& graph) {
   graph.arena_bytes_ = activations + scratchpad;
   graph.arena_membership_.emplace(graph.arena_bytes_);
   pack_constants(graph);
+  move_streamed_constants();
 
   // Only buffers some step touches get memory objects; unused constants die with the builder.
   std::vector<memory> memories(buffers_.size());

@@ -26,12 +26,14 @@ class CompiledGraph;
 struct SharedBlocks;
 enum class WinogradUse : int;  // Winograd.h
 enum class Int4Products : int; // StepBuilders.h
+enum class HugePages : int;    // HostMemory.h
 
 // The backend options graphs build under (OneDnnBackend.cpp), read once as a program's delegate
 // initializes (SharedBlocks): the graphs a dynamic program builds later for new sizes follow them too.
 struct BuildSettings {
   WinogradUse winograd;
   Int4Products int4_products;
+  HugePages huge_pages;
   static BuildSettings current() noexcept;
 };
 using BufferId = uint32_t;
@@ -298,6 +300,7 @@ class GraphBuilder {
   void bind_graph_outputs();
   size_t plan_arena();
   void pack_constants(CompiledGraph& graph);
+  void move_streamed_constants();
   memory make_memory(BufferId id, CompiledGraph& graph);
   std::shared_ptr<runtime::FreeableBuffer> load_constant(uint32_t id);
   void* program_bytes(BufferId root_id);

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ExecuTorch BackendInterface for "OneDnnBackend": init() parses and compiles the payload,
 // execute() runs the compiled graph, destroy() frees it, set_option()/get_option() handle
-// "num_threads", "max_isa", "verbose", "winograd" and "int4_products" (and get_option() reports
+// "num_threads", "max_isa", "verbose", "winograd", "int4_products" and "huge_pages" (and get_option() reports
 // "primitive_cache_capacity"). Registered from a static initializer.
 #include <array>
 #include <atomic>
@@ -17,6 +17,7 @@
 
 #include "CpuIsa.h"
 #include "DelegateGraph.h"
+#include "HostMemory.h"
 #include "InitError.h"
 #include "Payload.h"
 #include "StepBuilders.h"
@@ -130,15 +131,27 @@ class OneDnnBackend final : public runtime::BackendInterface {
   }
 
   // "num_threads" (int, 0: the default), "max_isa" (string, CpuIsa.h), "verbose" (int 0..2),
-  // "winograd" (int 0..2, Winograd.h) and "int4_products" (int 0..1, StepBuilders.h). Every option is checked before
-  // any applies, so a refused list changes nothing.
+  // "winograd" (int 0..2, Winograd.h), "int4_products" (int 0..1, StepBuilders.h) and "huge_pages" (int 0..2,
+  // HostMemory.h). Every option is checked before any applies, so a refused list changes nothing.
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
     const char* max_isa = nullptr;
     const int* verbose = nullptr;
     const int* winograd = nullptr;
     const int* products = nullptr;
+    const int* huge = nullptr;
     for (const BackendOption& option : options) {
+      if (has_key(option, kHugePagesOption)) {
+        huge = std::get_if<int>(&option.value);
+        if (huge == nullptr || *huge < 0 || *huge > 2) {
+          ET_LOG(
+              Error,
+              "OneDnnBackend: %s must be an int 0 (never), 1 (where a graph streams 16 MiB of constants) or 2 (always)",
+              kHugePagesOption);
+          return Error::InvalidArgument;
+        }
+        continue;
+      }
       if (has_key(option, kInt4ProductsOption)) {
         products = std::get_if<int>(&option.value);
         if (products == nullptr || *products < 0 || *products > 1) {
@@ -204,11 +217,14 @@ class OneDnnBackend final : public runtime::BackendInterface {
     if (products != nullptr) {
       set_int4_products(static_cast<Int4Products>(*products));
     }
+    if (huge != nullptr) {
+      set_huge_pages(static_cast<HugePages>(*huge));
+    }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
 
   // Fills "num_threads" with the count oneDNN runs with now, "max_isa" with the instruction set it
-  // dispatches to, "verbose", "winograd" and "int4_products" with their settings.
+  // dispatches to, "verbose", "winograd", "int4_products" and "huge_pages" with their settings.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
       if (has_key(option, kVerboseOption)) {
@@ -221,6 +237,10 @@ class OneDnnBackend final : public runtime::BackendInterface {
       }
       if (has_key(option, kInt4ProductsOption)) {
         option.value = static_cast<int>(int4_products());
+        continue;
+      }
+      if (has_key(option, kHugePagesOption)) {
+        option.value = static_cast<int>(huge_pages());
         continue;
       }
       if (has_key(option, kPrimitiveCacheOption)) {
@@ -328,6 +348,13 @@ extern "C" __attribute__((visibility("default"))) int onednn_backend_set_int4_pr
   using namespace executorch::backends::onednn;
   executorch::runtime::BackendOptions<1> options;
   options.set_option(kInt4ProductsOption, products);
+  return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
+}
+
+extern "C" __attribute__((visibility("default"))) int onednn_backend_set_huge_pages(int use) {
+  using namespace executorch::backends::onednn;
+  executorch::runtime::BackendOptions<1> options;
+  options.set_option(kHugePagesOption, use);
   return static_cast<int>(executorch::runtime::set_option(kBackendName, options.view()));
 }
 

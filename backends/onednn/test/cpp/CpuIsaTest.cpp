@@ -61,15 +61,21 @@ TEST(CpuIsaOption, CapRefusedOnceOneDnnHasStartedChangesNothing) {
 
 namespace {
 
-int verbose_level() {
+// An int option as get_option reports it (-1 when it fails).
+template <size_t N>
+int int_option(const char (&key)[N]) {
   BackendOptions<1> query;
-  query.set_option("verbose", -1);
-  int level = -1;
+  query.set_option(key, -1);
+  int value = -1;
   if (executorch::runtime::get_option(kBackend, query.view()) != Error::Ok ||
-      query.get_option("verbose", level) != Error::Ok) {
+      query.get_option(key, value) != Error::Ok) {
     return -1;
   }
-  return level;
+  return value;
+}
+
+int verbose_level() {
+  return int_option("verbose");
 }
 
 } // namespace
@@ -92,4 +98,26 @@ TEST(VerboseOption, SetsAndReportsTheLevelAndRefusesOthers) {
   off.set_option("verbose", 0);
   ASSERT_EQ(executorch::runtime::set_option(kBackend, off.view()), Error::Ok);
   EXPECT_EQ(verbose_level(), 0);
+}
+
+// "huge_pages" (HostMemory.h): 1 ("large") until set; a value outside 0..2 changes nothing.
+TEST(HugePagesOption, DefaultsToLargeSetsAndRefusesOthers) {
+  EXPECT_EQ(int_option("huge_pages"), 1);
+  BackendOptions<1> always;
+  always.set_option("huge_pages", 2);
+  ASSERT_EQ(executorch::runtime::set_option(kBackend, always.view()), Error::Ok);
+  EXPECT_EQ(int_option("huge_pages"), 2);
+  for (const int refused : {-1, 3}) {
+    BackendOptions<1> out_of_range;
+    out_of_range.set_option("huge_pages", refused);
+    EXPECT_EQ(executorch::runtime::set_option(kBackend, out_of_range.view()), Error::InvalidArgument);
+  }
+  BackendOptions<1> not_an_int;
+  not_an_int.set_option("huge_pages", "always");
+  EXPECT_EQ(executorch::runtime::set_option(kBackend, not_an_int.view()), Error::InvalidArgument);
+  EXPECT_EQ(int_option("huge_pages"), 2);
+  BackendOptions<1> large;
+  large.set_option("huge_pages", 1);
+  ASSERT_EQ(executorch::runtime::set_option(kBackend, large.view()), Error::Ok);
+  EXPECT_EQ(int_option("huge_pages"), 1);
 }
