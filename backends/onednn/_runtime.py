@@ -172,15 +172,20 @@ def effective_isa() -> str:
     return library.onednn_backend_effective_isa().decode()
 
 
+def _set_choice(symbol: str, value: int, call: str) -> None:
+    """Calls the runtime's `symbol(int)`, which sets one backend option; raises naming `call` if refused."""
+    setter = getattr(load_runtime(), symbol)
+    setter.argtypes = [ctypes.c_int]
+    setter.restype = ctypes.c_int
+    _check(setter(value), call)
+
+
 def set_verbose(level: int) -> None:
     """oneDNN's verbose log on stdout (the backend option "verbose"): 0 off, 1 every primitive executed
     with its time, 2 also every primitive created. ONEDNN_VERBOSE sets the level a process starts with."""
     if isinstance(level, bool) or level not in (0, 1, 2):
         raise ValueError(f"set_verbose expects 0, 1 or 2, got {level!r}")
-    library = load_runtime()
-    library.onednn_backend_set_verbose.argtypes = [ctypes.c_int]
-    library.onednn_backend_set_verbose.restype = ctypes.c_int
-    _check(library.onednn_backend_set_verbose(level), f"set_verbose({level})")
+    _set_choice("onednn_backend_set_verbose", level, f"set_verbose({level})")
 
 
 WINOGRAD_USES = ("never", "default", "always")
@@ -196,10 +201,7 @@ def set_winograd(use: str) -> None:
     "Winograd convolutions")."""
     if use not in WINOGRAD_USES:
         raise ValueError(f"set_winograd expects one of {WINOGRAD_USES}, got {use!r}")
-    library = load_runtime()
-    library.onednn_backend_set_winograd.argtypes = [ctypes.c_int]
-    library.onednn_backend_set_winograd.restype = ctypes.c_int
-    _check(library.onednn_backend_set_winograd(WINOGRAD_USES.index(use)), f"set_winograd({use!r})")
+    _set_choice("onednn_backend_set_winograd", WINOGRAD_USES.index(use), f"set_winograd({use!r})")
 
 
 INT4_PRODUCTS = ("fast", "exact")
@@ -217,13 +219,7 @@ def set_int4_products(products: str) -> None:
     (README, "LLMs")."""
     if products not in INT4_PRODUCTS:
         raise ValueError(f"set_int4_products expects one of {INT4_PRODUCTS}, got {products!r}")
-    library = load_runtime()
-    library.onednn_backend_set_int4_products.argtypes = [ctypes.c_int]
-    library.onednn_backend_set_int4_products.restype = ctypes.c_int
-    _check(
-        library.onednn_backend_set_int4_products(INT4_PRODUCTS.index(products)),
-        f"set_int4_products({products!r})",
-    )
+    _set_choice("onednn_backend_set_int4_products", INT4_PRODUCTS.index(products), f"set_int4_products({products!r})")
 
 
 HUGE_PAGE_USES = ("never", "large", "always")
@@ -240,10 +236,7 @@ def set_huge_pages(use: str) -> None:
     (README, "Huge pages for streamed weights")."""
     if use not in HUGE_PAGE_USES:
         raise ValueError(f"set_huge_pages expects one of {HUGE_PAGE_USES}, got {use!r}")
-    library = load_runtime()
-    library.onednn_backend_set_huge_pages.argtypes = [ctypes.c_int]
-    library.onednn_backend_set_huge_pages.restype = ctypes.c_int
-    _check(library.onednn_backend_set_huge_pages(HUGE_PAGE_USES.index(use)), f"set_huge_pages({use!r})")
+    _set_choice("onednn_backend_set_huge_pages", HUGE_PAGE_USES.index(use), f"set_huge_pages({use!r})")
 
 
 # The instruction sets with VNNI, whose int8 products oneDNN accumulates in 32 bits (runtime/CpuIsa.h).

@@ -81,6 +81,55 @@ void bound_primitive_cache() noexcept {
   (void)bounded;
 }
 
+// The options that take one of a few ints, 0..last: how each is checked, applied and reported.
+struct ChoiceOption {
+  const char* key;
+  int last;
+  const char* meanings; // for the line refusing another value
+  Error (*apply)(int);
+  int (*current)();
+};
+
+const ChoiceOption kChoiceOptions[] = {
+    {kVerboseOption,
+     2,
+     "0 (off), 1 (executions) or 2 (also creations)",
+     [](int level) {
+       if (dnnl_set_verbose(level) != dnnl_success) {
+         ET_LOG(Error, "OneDnnBackend: oneDNN refused verbose level %d", level);
+         return Error::Internal;
+       }
+       verbose_level.store(level);
+       return Error::Ok;
+     },
+     current_verbose_level},
+    {kWinogradOption,
+     2,
+     "0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)",
+     [](int use) {
+       set_winograd_use(static_cast<WinogradUse>(use));
+       return Error::Ok;
+     },
+     [] { return static_cast<int>(winograd_use()); }},
+    {kInt4ProductsOption,
+     1,
+     "0 (fast) or 1 (exact)",
+     [](int products) {
+       set_int4_products(static_cast<Int4Products>(products));
+       return Error::Ok;
+     },
+     [] { return static_cast<int>(int4_products()); }},
+    {kHugePagesOption,
+     2,
+     "0 (never), 1 (where a graph streams 16 MiB of constants) or 2 (always)",
+     [](int use) {
+       set_huge_pages(static_cast<HugePages>(use));
+       return Error::Ok;
+     },
+     [] { return static_cast<int>(huge_pages()); }},
+};
+constexpr size_t kChoiceCount = sizeof(kChoiceOptions) / sizeof(kChoiceOptions[0]);
+
 class OneDnnBackend final : public runtime::BackendInterface {
  public:
   bool is_available() const override {
@@ -136,51 +185,17 @@ class OneDnnBackend final : public runtime::BackendInterface {
   Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
     const int* threads = nullptr;
     const char* max_isa = nullptr;
-    const int* verbose = nullptr;
-    const int* winograd = nullptr;
-    const int* products = nullptr;
-    const int* huge = nullptr;
+    std::array<const int*, kChoiceCount> chosen{};
     for (const BackendOption& option : options) {
-      if (has_key(option, kHugePagesOption)) {
-        huge = std::get_if<int>(&option.value);
-        if (huge == nullptr || *huge < 0 || *huge > 2) {
-          ET_LOG(
-              Error,
-              "OneDnnBackend: %s must be an int 0 (never), 1 (where a graph streams 16 MiB of constants) or 2 (always)",
-              kHugePagesOption);
+      const ChoiceOption* choice = find_choice(option);
+      if (choice != nullptr) {
+        const int* value = std::get_if<int>(&option.value);
+        if (value == nullptr || *value < 0 || *value > choice->last) {
+          ET_LOG(Error, "OneDnnBackend: %s must be an int %s", choice->key, choice->meanings);
           return Error::InvalidArgument;
         }
-        continue;
-      }
-      if (has_key(option, kInt4ProductsOption)) {
-        products = std::get_if<int>(&option.value);
-        if (products == nullptr || *products < 0 || *products > 1) {
-          ET_LOG(Error, "OneDnnBackend: %s must be an int 0 (fast) or 1 (exact)", kInt4ProductsOption);
-          return Error::InvalidArgument;
-        }
-        continue;
-      }
-      if (has_key(option, kWinogradOption)) {
-        winograd = std::get_if<int>(&option.value);
-        if (winograd == nullptr || *winograd < 0 || *winograd > 2) {
-          ET_LOG(
-              Error,
-              "OneDnnBackend: %s must be an int 0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)",
-              kWinogradOption);
-          return Error::InvalidArgument;
-        }
-        continue;
-      }
-      if (has_key(option, kVerboseOption)) {
-        verbose = std::get_if<int>(&option.value);
-        if (verbose == nullptr || *verbose < 0 || *verbose > 2) {
-          ET_LOG(
-              Error, "OneDnnBackend: %s must be an int 0 (off), 1 (executions) or 2 (also creations)", kVerboseOption);
-          return Error::InvalidArgument;
-        }
-        continue;
-      }
-      if (has_key(option, kNumThreadsOption)) {
+        chosen[choice - kChoiceOptions] = value;
+      } else if (has_key(option, kNumThreadsOption)) {
         threads = std::get_if<int>(&option.value);
         if (threads == nullptr || *threads < 0) {
           ET_LOG(Error, "OneDnnBackend: %s must be an int >= 0 (0: the default)", kNumThreadsOption);
@@ -204,21 +219,11 @@ class OneDnnBackend final : public runtime::BackendInterface {
         return error;
       }
     }
-    if (verbose != nullptr) {
-      if (dnnl_set_verbose(*verbose) != dnnl_success) {
-        ET_LOG(Error, "OneDnnBackend: oneDNN refused verbose level %d", *verbose);
-        return Error::Internal;
+    for (size_t index = 0; index < kChoiceCount; ++index) {
+      const Error error = chosen[index] == nullptr ? Error::Ok : kChoiceOptions[index].apply(*chosen[index]);
+      if (error != Error::Ok) {
+        return error;
       }
-      verbose_level.store(*verbose);
-    }
-    if (winograd != nullptr) {
-      set_winograd_use(static_cast<WinogradUse>(*winograd));
-    }
-    if (products != nullptr) {
-      set_int4_products(static_cast<Int4Products>(*products));
-    }
-    if (huge != nullptr) {
-      set_huge_pages(static_cast<HugePages>(*huge));
     }
     return threads == nullptr ? Error::Ok : set_num_threads(*threads);
   }
@@ -227,20 +232,8 @@ class OneDnnBackend final : public runtime::BackendInterface {
   // dispatches to, "verbose", "winograd", "int4_products" and "huge_pages" with their settings.
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     for (BackendOption& option : options) {
-      if (has_key(option, kVerboseOption)) {
-        option.value = current_verbose_level();
-        continue;
-      }
-      if (has_key(option, kWinogradOption)) {
-        option.value = static_cast<int>(winograd_use());
-        continue;
-      }
-      if (has_key(option, kInt4ProductsOption)) {
-        option.value = static_cast<int>(int4_products());
-        continue;
-      }
-      if (has_key(option, kHugePagesOption)) {
-        option.value = static_cast<int>(huge_pages());
+      if (const ChoiceOption* choice = find_choice(option)) {
+        option.value = choice->current();
         continue;
       }
       if (has_key(option, kPrimitiveCacheOption)) {
@@ -281,6 +274,15 @@ class OneDnnBackend final : public runtime::BackendInterface {
 
   static bool has_key(const BackendOption& option, const char* key) {
     return std::strncmp(option.key, key, runtime::kMaxOptionKeyLength) == 0;
+  }
+
+  static const ChoiceOption* find_choice(const BackendOption& option) {
+    for (const ChoiceOption& choice : kChoiceOptions) {
+      if (has_key(option, choice.key)) {
+        return &choice;
+      }
+    }
+    return nullptr;
   }
 };
 
