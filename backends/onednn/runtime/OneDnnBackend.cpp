@@ -90,43 +90,43 @@ struct ChoiceOption {
   int (*current)();
 };
 
+template <typename Choice, void (*set)(Choice) noexcept>
+Error set_choice(int value) {
+  set(static_cast<Choice>(value));
+  return Error::Ok;
+}
+
+template <typename Choice, Choice (*get)() noexcept>
+int current_choice() {
+  return static_cast<int>(get());
+}
+
+Error set_verbose_level(int level) {
+  if (dnnl_set_verbose(level) != dnnl_success) {
+    ET_LOG(Error, "OneDnnBackend: oneDNN refused verbose level %d", level);
+    return Error::Internal;
+  }
+  verbose_level.store(level);
+  return Error::Ok;
+}
+
 const ChoiceOption kChoiceOptions[] = {
-    {kVerboseOption,
-     2,
-     "0 (off), 1 (executions) or 2 (also creations)",
-     [](int level) {
-       if (dnnl_set_verbose(level) != dnnl_success) {
-         ET_LOG(Error, "OneDnnBackend: oneDNN refused verbose level %d", level);
-         return Error::Internal;
-       }
-       verbose_level.store(level);
-       return Error::Ok;
-     },
-     current_verbose_level},
+    {kVerboseOption, 2, "0 (off), 1 (executions) or 2 (also creations)", set_verbose_level, current_verbose_level},
     {kWinogradOption,
      2,
      "0 (never), 1 (on AVX2 CPUs) or 2 (wherever it applies)",
-     [](int use) {
-       set_winograd_use(static_cast<WinogradUse>(use));
-       return Error::Ok;
-     },
-     [] { return static_cast<int>(winograd_use()); }},
+     set_choice<WinogradUse, set_winograd_use>,
+     current_choice<WinogradUse, winograd_use>},
     {kInt4ProductsOption,
      1,
      "0 (fast) or 1 (exact)",
-     [](int products) {
-       set_int4_products(static_cast<Int4Products>(products));
-       return Error::Ok;
-     },
-     [] { return static_cast<int>(int4_products()); }},
+     set_choice<Int4Products, set_int4_products>,
+     current_choice<Int4Products, int4_products>},
     {kHugePagesOption,
      2,
      "0 (never), 1 (where a graph streams 16 MiB of constants) or 2 (always)",
-     [](int use) {
-       set_huge_pages(static_cast<HugePages>(use));
-       return Error::Ok;
-     },
-     [] { return static_cast<int>(huge_pages()); }},
+     set_choice<HugePages, set_huge_pages>,
+     current_choice<HugePages, huge_pages>},
 };
 constexpr size_t kChoiceCount = sizeof(kChoiceOptions) / sizeof(kChoiceOptions[0]);
 
