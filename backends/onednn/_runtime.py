@@ -227,13 +227,14 @@ HUGE_PAGE_USES = ("never", "large", "always")
 
 def set_huge_pages(use: str) -> None:
     """Whether the constants a program's steps read whole on every call where the program holds them
-    (an LLM's weights in its one-row matmuls, compressed or not) are first copied into one block of
-    2 MiB pages (the backend option "huge_pages", read when a program is loaded). Streamed in 4 KiB
-    pages, those loads wait on the TLB. "large" (the default) copies them for each delegate that
-    streams 16 MiB or more; "always" for every delegate; "never" reads them where the program maps
-    them. The copy costs load time (the kernel clears every 2 MiB page; in a VM the host may first
-    have to back it) and no memory: the program's bytes are let go as each constant is copied
-    (README, "Huge pages for streamed weights")."""
+    (an LLM's 4- and 8-bit weights, their scales and biases; not an embedding table, nor weights packed
+    into another layout at init) are first copied into one block of 2 MiB pages (the backend option
+    "huge_pages", read when a program is loaded). Streamed in 4 KiB pages, those loads wait on the
+    TLB. "large" (the default) copies them for each delegate that streams 16 MiB or more; "always" for
+    every delegate; "never" reads them where the program maps them. The copy costs load time (the
+    kernel clears every 2 MiB page; in a VM the host may first have to back it); a program loaded from
+    a file holds no second copy, its bytes let go as each constant is copied, one loaded from a
+    buffer does (README, "Huge pages for streamed weights")."""
     if use not in HUGE_PAGE_USES:
         raise ValueError(f"set_huge_pages expects one of {HUGE_PAGE_USES}, got {use!r}")
     _set_choice("onednn_backend_set_huge_pages", HUGE_PAGE_USES.index(use), f"set_huge_pages({use!r})")

@@ -154,22 +154,26 @@ void expect_close(
   }
 }
 
-// The backend option "int4_products" (0: fast, 1: exact) for one test; the default back after it.
-class Int4ProductsSetting {
+// A backend option that takes an int ("int4_products": 0 fast, 1 exact; "huge_pages": 0 never, 1
+// large, 2 always), set for one test and `restored` after it.
+template <size_t N>
+class ScopedChoice {
  public:
-  explicit Int4ProductsSetting(int products) {
-    EXPECT_EQ(set(products), executorch::runtime::Error::Ok);
+  ScopedChoice(const char (&key)[N], int value, int restored) : key_(key), restored_(restored) {
+    EXPECT_EQ(set(value), executorch::runtime::Error::Ok);
   }
-  ~Int4ProductsSetting() {
-    set(0);
+  ~ScopedChoice() {
+    set(restored_);
   }
 
  private:
-  static executorch::runtime::Error set(int products) {
+  executorch::runtime::Error set(int value) const {
     executorch::runtime::BackendOptions<1> options;
-    options.set_option("int4_products", products);
+    options.set_option(key_, value);
     return executorch::runtime::set_option("OneDnnBackend", options.view());
   }
+  const char (&key_)[N];
+  int restored_;
 };
 
 // Whether the effective instruction set widens int4 weights for several quantized rows on the "fast"
@@ -192,7 +196,7 @@ bool widens_int4_weights() {
 }
 
 TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
-  const Int4ProductsSetting exact(1); // the rounding products of several quantized rows on AMX: below
+  const ScopedChoice exact("int4_products", 1, 0); // the rounding products of several quantized rows on AMX: below
   Weights zero_pointed = make_weights();
   for (float v : random_values(kN * kK / kGroup, 10)) {
     zero_pointed.zero_points.push_back(static_cast<int8_t>(std::lround(v * 7.5f - 0.5f)));
@@ -215,6 +219,36 @@ TEST(CompressedMatmul, MatchesTheReferenceForEachPath) {
             expect_close(outputs[0], reference(x, rows, w, quantize_rows, bias));
           }
         }
+      }
+    }
+  }
+}
+
+TEST(CompressedMatmul, WeightsMovedIntoHugePagesGiveTheSameBits) {
+  // "huge_pages" = 2 copies every constant a step reads in place (HostMemory.h) into 2 MiB pages at init:
+  // each path reads the copy, whose values are the program's.
+  const ScopedChoice exact("int4_products", 1, 0); // several quantized rows within 1e-5 of the reference
+  const Weights w = make_weights();
+  for (const int64_t rows : {1, 5}) {
+    for (const DType type : {DType::S4, DType::S8}) {
+      for (const bool quantize_rows : {false, true}) {
+        Model model = compressed_model(rows, w, type, quantize_rows, true);
+        const std::vector<float> x = random_values(rows * kK, 13);
+        std::vector<float> in_place, moved;
+        {
+          const ScopedChoice never("huge_pages", 0, 1);
+          in_place = run_model(model, {x})[0];
+        }
+        {
+          const ScopedChoice always("huge_pages", 2, 1);
+          moved = run_model(model, {x})[0];
+        }
+        SCOPED_TRACE(
+            ::testing::Message() << "rows " << rows << " s4 " << (type == DType::S4) << " quantize_rows "
+                                 << quantize_rows);
+        ASSERT_EQ(moved.size(), in_place.size());
+        EXPECT_EQ(std::memcmp(moved.data(), in_place.data(), moved.size() * sizeof(float)), 0);
+        expect_close(moved, reference(x, rows, w, quantize_rows, true));
       }
     }
   }
@@ -260,7 +294,7 @@ TEST(CompressedMatmul, SeveralQuantizedRowsTimesInt4WeightsUnderEachProductsSett
   // narrower last one on two threads.
   const Weights w = make_weights();
   for (const int products : {1, 0}) {
-    const Int4ProductsSetting setting(products);
+    const ScopedChoice setting("int4_products", products, 0);
     for (const int64_t rows : {2, 5, 40}) {
       for (const bool bias : {false, true}) {
         Model model = compressed_model(rows, w, DType::S4, /*quantize_rows=*/true, bias);
@@ -294,7 +328,7 @@ TEST(CompressedMatmul, ADynamicCountOfQuantizedRowsMatchesAtEachCount) {
   constexpr int64_t kMaxRows = 40;
   const Weights w = make_weights();
   for (const int products : {0, 1}) {
-    const Int4ProductsSetting setting(products);
+    const ScopedChoice setting("int4_products", products, 0);
     LoadedModel loaded;
     loaded.model = compressed_model(kMaxRows, w, DType::S4, /*quantize_rows=*/true, /*bias=*/true, true);
     ASSERT_EQ(loaded.init(), executorch::runtime::Error::Ok);
@@ -328,7 +362,7 @@ TEST(CompressedMatmul, LayersOfOneShapeKeepTheirOwnWeightsAtEachCount) {
   constexpr int64_t kMaxRows = 40;
   const Weights first = make_weights(kGroup, 7), second = make_weights(kGroup, 11);
   for (const int products : {0, 1}) {
-    const Int4ProductsSetting setting(products);
+    const ScopedChoice setting("int4_products", products, 0);
     LoadedModel loaded;
     Model& model = loaded.model;
     const uint32_t src = model.input({kMaxRows, kK});
