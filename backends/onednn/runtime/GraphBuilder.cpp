@@ -656,7 +656,7 @@ void GraphBuilder::pack_constants(CompiledGraph& graph) {
 // HostMemory.h ("huge_pages") says why. Each constant's program bytes are let go right after their
 // copy, so the process never holds two copies of more than one constant.
 void GraphBuilder::move_streamed_constants() {
-  if (settings_.huge_pages == HugePages::never) {
+  if (settings_.huge_pages == HugePages::never || !huge_pages_granted()) {
     return;
   }
   std::vector<BufferId> streamed;

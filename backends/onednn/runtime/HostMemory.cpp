@@ -3,6 +3,7 @@
 #include "HostMemory.h"
 
 #include <atomic>
+#include <fstream>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -20,6 +21,20 @@ void set_huge_pages(HugePages use) noexcept {
 
 HugePages huge_pages() noexcept {
   return static_cast<HugePages>(huge_pages_setting.load());
+}
+
+bool huge_pages_granted(const std::string& mode) {
+  return mode.find('[') != std::string::npos && mode.find("[never]") == std::string::npos;
+}
+
+bool huge_pages_granted() {
+  static const bool granted = [] {
+    std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode;
+    std::getline(file, mode);
+    return huge_pages_granted(mode);
+  }();
+  return granted;
 }
 
 std::shared_ptr<uint8_t> allocate_huge_page_block(size_t bytes) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
 
 namespace executorch::backends::onednn {
 
@@ -45,6 +46,13 @@ enum class HugePages : int { never = 0, large = 1, always = 2 };
 inline constexpr size_t kLargeStreamedBytes = size_t{16} << 20;
 void set_huge_pages(HugePages use) noexcept;
 HugePages huge_pages() noexcept;
+
+// Whether the kernel's transparent huge page mode (the text of /sys/kernel/mm/transparent_hugepage/enabled,
+// e.g. "always [madvise] never") grants them to a region that asks with madvise: not under "[never]",
+// nor where the file is missing (a kernel without them, or not Linux). Where not, the copy into a
+// block of plain pages would cost load time for no speed.
+bool huge_pages_granted(const std::string& mode);
+bool huge_pages_granted(); // this machine's, read once
 
 // `bytes` in one 64-byte-aligned block that starts on a 2 MiB boundary, in transparent huge pages
 // where the kernel grants them (plain pages otherwise: madvise is a hint). Throws std::bad_alloc.

@@ -24,7 +24,10 @@ from torch import nn
 from torch.export import Dim
 
 IN_FEATURES, OUT_FEATURES = 1024, 2048  # 1 MiB of int4 weights and 128 KiB of scales a layer
-HUGE_PAGE_SUPPORT = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+_THP_MODE = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
+# The runtime asks for huge pages only where the kernel would grant them (runtime/HostMemory.h).
+HUGE_PAGES_GRANTED = _THP_MODE.exists() and "[never]" not in _THP_MODE.read_text()
+NO_HUGE_PAGES = "the kernel has no transparent huge pages, or their mode is [never]"
 
 
 def quantized_layers(embedding_rows: int = 0) -> nn.Module:
@@ -67,7 +70,7 @@ def run_under(buffer: bytes, use: str, inputs: list[list[torch.Tensor]]) -> tupl
     return result
 
 
-@pytest.mark.skipif(not HUGE_PAGE_SUPPORT.exists(), reason="the kernel has no transparent huge pages")
+@pytest.mark.skipif(not HUGE_PAGES_GRANTED, reason=NO_HUGE_PAGES)
 def test_streamed_weights_move_into_huge_pages_and_compute_the_same_bits() -> None:
     model = quantized_layers()
     rows = [[torch.randn(1, IN_FEATURES)], [torch.randn(1, IN_FEATURES) * 50]]
@@ -84,14 +87,14 @@ def test_streamed_weights_move_into_huge_pages_and_compute_the_same_bits() -> No
     assert float((moved[0] - eager).abs().max() / eager.abs().max()) < 1e-2
 
 
-@pytest.mark.skipif(not HUGE_PAGE_SUPPORT.exists(), reason="the kernel has no transparent huge pages")
+@pytest.mark.skipif(not HUGE_PAGES_GRANTED, reason=NO_HUGE_PAGES)
 def test_a_delegate_streaming_less_than_16_mib_keeps_its_weights_where_the_program_holds_them() -> None:
     lowered = lower(quantized_layers(), (torch.randn(1, IN_FEATURES),))
     _outputs, asked = run_under(lowered.buffer, "large", [[torch.randn(1, IN_FEATURES)]])
     assert asked == 0
 
 
-@pytest.mark.skipif(not HUGE_PAGE_SUPPORT.exists(), reason="the kernel has no transparent huge pages")
+@pytest.mark.skipif(not HUGE_PAGES_GRANTED, reason=NO_HUGE_PAGES)
 def test_graphs_built_for_new_sizes_read_the_moved_weights() -> None:
     model = quantized_layers()
     example = (torch.randn(4, IN_FEATURES),)
@@ -105,7 +108,7 @@ def test_graphs_built_for_new_sizes_read_the_moved_weights() -> None:
         assert actual.shape == (size, IN_FEATURES) and torch.equal(actual, expected), size
 
 
-@pytest.mark.skipif(not HUGE_PAGE_SUPPORT.exists(), reason="the kernel has no transparent huge pages")
+@pytest.mark.skipif(not HUGE_PAGES_GRANTED, reason=NO_HUGE_PAGES)
 def test_an_embedding_table_is_not_copied() -> None:
     rows = 4096  # a 16 MiB f32 table, read a row a token
     model = quantized_layers(embedding_rows=rows)
