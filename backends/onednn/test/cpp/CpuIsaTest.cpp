@@ -78,6 +78,14 @@ int verbose_level() {
   return int_option("verbose");
 }
 
+// set_option of one int option, or of a string under an int option's key.
+template <size_t N, typename Value>
+Error set_one_option(const char (&key)[N], Value value) {
+  BackendOptions<1> options;
+  options.set_option(key, value);
+  return executorch::runtime::set_option(kBackend, options.view());
+}
+
 } // namespace
 
 // "verbose" sets oneDNN's log level; a level it lacks, or a refused list, changes nothing.
@@ -103,21 +111,13 @@ TEST(VerboseOption, SetsAndReportsTheLevelAndRefusesOthers) {
 // "huge_pages" (HostMemory.h): 1 ("large") until set; a value outside 0..2 changes nothing.
 TEST(HugePagesOption, DefaultsToLargeSetsAndRefusesOthers) {
   EXPECT_EQ(int_option("huge_pages"), 1);
-  BackendOptions<1> always;
-  always.set_option("huge_pages", 2);
-  ASSERT_EQ(executorch::runtime::set_option(kBackend, always.view()), Error::Ok);
+  ASSERT_EQ(set_one_option("huge_pages", 2), Error::Ok);
   EXPECT_EQ(int_option("huge_pages"), 2);
   for (const int refused : {-1, 3}) {
-    BackendOptions<1> out_of_range;
-    out_of_range.set_option("huge_pages", refused);
-    EXPECT_EQ(executorch::runtime::set_option(kBackend, out_of_range.view()), Error::InvalidArgument);
+    EXPECT_EQ(set_one_option("huge_pages", refused), Error::InvalidArgument);
   }
-  BackendOptions<1> not_an_int;
-  not_an_int.set_option("huge_pages", "always");
-  EXPECT_EQ(executorch::runtime::set_option(kBackend, not_an_int.view()), Error::InvalidArgument);
+  EXPECT_EQ(set_one_option("huge_pages", "always"), Error::InvalidArgument);
   EXPECT_EQ(int_option("huge_pages"), 2);
-  BackendOptions<1> large;
-  large.set_option("huge_pages", 1);
-  ASSERT_EQ(executorch::runtime::set_option(kBackend, large.view()), Error::Ok);
+  ASSERT_EQ(set_one_option("huge_pages", 1), Error::Ok);
   EXPECT_EQ(int_option("huge_pages"), 1);
 }
