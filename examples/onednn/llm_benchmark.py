@@ -418,7 +418,7 @@ def main() -> int:
             else "- | - | - | - | - | -"
         )
         lines.append(
-            f"| {name} | {timing} | {n['error_mean']:.2e} / {n['error_max']:.2e} | {n['top1_agreement']:.0%} | "
+            f"| {name} | {timing} | {n['error_mean']:.4e} / {n['error_max']:.4e} | {n['top1_agreement']:.0%} | "
             f"{n['prefill_error_max']:.4e} / {n['prefill_error_rms']:.4e} | "
             + (f"{n['from_eager_max']:.2e} / {n['from_eager_rms']:.2e} |" if "from_eager_max" in n else "- |")
         )

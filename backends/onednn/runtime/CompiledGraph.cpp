@@ -472,6 +472,13 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::ZeroPointTerms:
     case HostLoop::Kind::WidenedInt4Matmul:
       return run_affine_step(step, source, target, aux);
+    case HostLoop::Kind::Binary:
+      binary_values(
+          loop.binary, static_cast<const float*>(source), aux_values, static_cast<float*>(target), step.host_dst_count);
+      return Error::Ok;
+    case HostLoop::Kind::Copy:
+      std::memcpy(target, source, loop.extent);
+      return Error::Ok;
     case HostLoop::Kind::Interleave: {
       std::vector<const uint8_t*> pieces{static_cast<const uint8_t*>(source), static_cast<const uint8_t*>(aux)};
       for (const dnnl::memory& more : step.host_sources) {

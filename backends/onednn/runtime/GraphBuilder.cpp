@@ -426,6 +426,16 @@ void GraphBuilder::add_primitive(
 }
 
 void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
+  const memory::desc& from = buffers_[source].desc;
+  if (from == buffers_[destination].desc && from == plain_desc(from.get_dims(), from.get_data_type())) {
+    // The same plain bytes: a copy, without a primitive's call (a few microseconds, for the rotary
+    // tables each decoder layer's delegate hands on to the next).
+    HostLoop copy;
+    copy.kind = HostLoop::Kind::Copy;
+    copy.extent = from.get_size();
+    add_host_loop(copy, destination, source);
+    return;
+  }
   dnnl::reorder::primitive_desc pd(engine_, buffers_[source].desc, engine_, buffers_[destination].desc, default_attr());
   add_primitive(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}});
 }

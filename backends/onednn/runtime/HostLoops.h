@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -19,6 +20,7 @@
 #include "NanKernels.h"
 #include "Rotary.h"
 #include "RowKernels.h"
+#include "Schema.h"
 #include "VectorMatrix.h"
 #include "WidenedInt4Matmul.h"
 #include "Winograd.h"
@@ -85,6 +87,10 @@ struct HostLoop {
     // aux the partial sums (mean_chunks() per image).
     GlobalAveragePool,
     Rotary, // dst = the interleaved rotary embedding (Rotary.h) of src; aux the cos table, the more source sin
+    // dst = src `binary` aux, f32, elementwise over operands of one plain shape: a decode step's
+    // residual adds and gate products, whose oneDNN call costs more than their few thousand values.
+    Binary,
+    Copy, // dst = src, `extent` bytes: a graph output that is a plain view of an input
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -101,9 +107,10 @@ struct HostLoop {
   size_t outer = 0;
   size_t extent = 0;
   size_t inner = 0;
-  SoftmaxRows softmax;        // Softmax
-  RmsNormRows rms_norm;       // RmsNorm
-  Unary unary = Unary::Floor; // Unary
+  SoftmaxRows softmax;               // Softmax
+  RmsNormRows rms_norm;              // RmsNorm
+  Unary unary = Unary::Floor;        // Unary
+  BinaryAlg binary = BinaryAlg::Add; // Binary: Add, Sub, Mul or Div (binary_values())
   // AdaptivePool: `outer` planes (N * C) of in[] -> out[] (depth, height, width; 1 where absent).
   size_t in[3] = {1, 1, 1};
   size_t out[3] = {1, 1, 1};
@@ -125,6 +132,29 @@ struct HostLoop {
   RotaryRows rotary;                     // Rotary
   std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
+
+template <typename Op>
+void combine_values(const float* a, const float* b, float* dst, size_t n, Op op) {
+  for (size_t i = 0; i < n; ++i) {
+    dst[i] = op(a[i], b[i]);
+  }
+}
+
+// dst = a op b for n values; each result is the one IEEE operation, as oneDNN's binary computes it.
+inline void binary_values(BinaryAlg alg, const float* a, const float* b, float* dst, size_t n) {
+  switch (alg) {
+    case BinaryAlg::Add:
+      return combine_values(a, b, dst, n, std::plus<float>());
+    case BinaryAlg::Sub:
+      return combine_values(a, b, dst, n, std::minus<float>());
+    case BinaryAlg::Mul:
+      return combine_values(a, b, dst, n, std::multiplies<float>());
+    case BinaryAlg::Div:
+      return combine_values(a, b, dst, n, std::divides<float>());
+    default:
+      return; // build_binary() makes Binary loops of the four above only
+  }
+}
 
 // Rows [begin, end) of an Interleave loop: row r of each of the `count` pieces, `bytes` each, side by
 // side in dst. Words of 4 bytes where the pieces hold whole ones (f32), bytes otherwise.

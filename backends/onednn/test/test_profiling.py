@@ -100,3 +100,34 @@ def test_set_verbose_logs_each_primitive_run_while_on() -> None:
     during, _, after = rest.partition("--- verbose off")
     assert "onednn_verbose" not in before and "onednn_verbose" not in after
     assert "onednn_verbose" in during and ",exec," in during and "matmul" in during, during
+
+
+class _GatedResidual(nn.Module):
+    """A Llama feed-forward block's elementwise tail: residual + silu(gate) * up."""
+
+    def forward(self, gate: torch.Tensor, up: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return residual + nn.functional.silu(gate) * up
+
+
+def _delegate_event_names(tmp_path: Path, rows: int) -> tuple[set[str], list[str]]:
+    inputs = [torch.randn(1, rows, 160, generator=torch.Generator().manual_seed(seed)) for seed in range(3)]
+    lowered = lower(_GatedResidual(), tuple(inputs))
+    loaded = Runtime.get().load_program(lowered.buffer, enable_etdump=True, debug_buffer_size=1 << 23)
+    method = loaded.load_method("forward")
+    torch.testing.assert_close(method.execute(inputs)[0], _GatedResidual()(*inputs), rtol=1e-5, atol=1e-6)
+    del method
+    loaded.write_etdump_result_to_file(str(tmp_path / f"run{rows}.etdp"), str(tmp_path / f"debug{rows}.bin"))
+    inspector = Inspector(etdump_path=str(tmp_path / f"run{rows}.etdp"))
+    (block,) = [block for block in inspector.event_blocks if block.name == "Execute"]
+    kinds = [step.kind.name for step in lowered.steps()]
+    return {event.name for event in block.events if event.is_delegated_op and "#" in event.name}, kinds
+
+
+def test_a_decode_steps_small_binaries_and_silu_run_on_the_host_a_prompts_in_onednn(tmp_path: Path) -> None:
+    # One token: 160 values each, where oneDNN's call costs more than the values; 512 tokens: 81920.
+    names, kinds = _delegate_event_names(tmp_path, rows=1)
+    assert kinds == ["ELTWISE", "BINARY", "BINARY"]
+    assert names == {"eltwise#0.host", "binary#1.host", "binary#2.host"}
+    names, kinds = _delegate_event_names(tmp_path, rows=512)
+    assert kinds == ["ELTWISE", "BINARY", "BINARY"]
+    assert names == {"eltwise#0", "binary#1", "binary#2"}

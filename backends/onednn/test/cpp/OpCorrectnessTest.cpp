@@ -523,6 +523,68 @@ TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
   expect_close(outputs[0], expected, "a - broadcast(b)");
 }
 
+// Up to 16384 values (a decode step's residual adds and gate products) a same-shaped f32 binary runs
+// on the host, beyond it in oneDNN: both give each value's one IEEE operation, specials included.
+TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit) {
+  struct Case {
+    BinaryAlg alg;
+    float (*op)(float, float);
+  };
+  const Case cases[] = {
+      {BinaryAlg::Add, [](float x, float y) { return x + y; }},
+      {BinaryAlg::Sub, [](float x, float y) { return x - y; }},
+      {BinaryAlg::Mul, [](float x, float y) { return x * y; }},
+      {BinaryAlg::Div, [](float x, float y) { return x / y; }},
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Case& c : cases) {
+    for (const int64_t count : {7, 2048, 16384, 16385}) {
+      auto a = random_values(static_cast<size_t>(count), 30);
+      auto b = random_values(static_cast<size_t>(count), 31);
+      a[0] = nan, b[1] = inf, a[2] = -inf, b[3] = 0.0f, a[4] = -0.0f, b[5] = nan, a[6] = 1e38f, b[6] = 1e38f;
+      Model model;
+      const uint32_t src0 = model.input({1, 1, count});
+      const uint32_t src1 = model.input({1, 1, count});
+      const uint32_t dst = model.value({1, 1, count});
+      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
+      model.output(dst, {1, 1, count});
+      const auto outputs = run_model(model, {a, b});
+      ASSERT_EQ(outputs.size(), 1u);
+      for (size_t i = 0; i < a.size(); ++i) {
+        const float want = c.op(a[i], b[i]);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(outputs[0][i])) << "alg " << code_of(c.alg) << " count " << count << " at " << i;
+        } else {
+          EXPECT_EQ(std::signbit(outputs[0][i]), std::signbit(want)) << "alg " << code_of(c.alg) << " at " << i;
+          EXPECT_EQ(outputs[0][i], want) << "alg " << code_of(c.alg) << " count " << count << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+// A graph input handed on as an output (the rotary tables a decoder layer's delegate passes to the
+// next) is copied as it is, whatever its bytes.
+TEST(OpCorrectness, AnInputHandedOnAsAnOutputIsCopiedByteForByte) {
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  for (const uint8_t dtype : {uint8_t{0}, kBf16}) {
+    const size_t bytes_per_value = dtype == kBf16 ? 2 : 4;
+    std::vector<uint8_t> x(5 * 32 * bytes_per_value);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<uint8_t>(i * 37 + 11); // every pattern, NaNs and subnormals among them
+    }
+    Model model;
+    const uint32_t src = model.input({5, 32}, dtype);
+    const uint32_t viewed = model.value({1, 5, 1, 32}, dtype);
+    model.payload.step(Kind::Reshape, {src}, {viewed});
+    model.output(viewed, {1, 5, 1, 32});
+    const auto outputs = run_model_bytes(model, {x});
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(outputs[0], x) << "dtype " << int{dtype};
+  }
+}
+
 TEST(OpCorrectness, PoolingMaxAndAverageMatchReference) {
   Conv2dParams p{};
   p.n = 1, p.ic = 3, p.ih = 7, p.iw = 6, p.kh = 3, p.kw = 2, p.stride_h = 2, p.stride_w = 2;
