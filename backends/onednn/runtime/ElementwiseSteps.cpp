@@ -154,9 +154,9 @@ namespace {
 // add or gate product, 2048-14336 values).
 constexpr size_t kHostBinaryValues = 16384;
 
-bool is_host_binary(algorithm alg, const memory::desc& layout, DataType src1_type) {
-  const bool exact_op = alg == algorithm::binary_add || alg == algorithm::binary_sub || alg == algorithm::binary_mul ||
-                        alg == algorithm::binary_div;
+bool is_host_binary(BinaryAlg alg, const memory::desc& layout, DataType src1_type) {
+  const bool exact_op =
+      alg == BinaryAlg::Add || alg == BinaryAlg::Sub || alg == BinaryAlg::Mul || alg == BinaryAlg::Div;
   return exact_op && src1_type == DataType::f32 && layout == plain_desc(layout.get_dims(), DataType::f32) &&
          layout.get_size() <= kHostBinaryValues * sizeof(float);
 }
@@ -178,10 +178,11 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   // A full-size src1 follows src0's layout; a broadcast one is plain, in its own type.
   const memory::desc src1_desc = src1_dims == dst ? layout : plain_desc(src1_dims, graph.compute_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
-  if (post_ops.entries.empty() && src1_dims == dst && is_host_binary(alg, layout, graph.compute_type(src1))) {
+  const auto code = static_cast<BinaryAlg>(step.int_scalar("alg")); // a known one: `alg` looked it up
+  if (post_ops.entries.empty() && src1_dims == dst && is_host_binary(code, layout, graph.compute_type(src1))) {
     HostLoop loop;
     loop.kind = HostLoop::Kind::Binary;
-    loop.binary = static_cast<BinaryAlg>(step.int_scalar("alg"));
+    loop.binary = code;
     const BufferId lhs = graph.input(src0, layout);
     const BufferId rhs = graph.input(src1, layout);
     graph.add_host_loop(loop, graph.define(step.outputs[0], layout), lhs, rhs);

@@ -90,7 +90,7 @@ struct HostLoop {
     // dst = src `binary` aux, f32, elementwise over operands of one plain shape: a decode step's
     // residual adds and gate products, whose oneDNN call costs more than their few thousand values.
     Binary,
-    Copy, // dst = src, `extent` bytes: a graph output that is a plain view of an input
+    Copy, // dst = src, `extent` bytes: a reorder between identical plain layouts (an output viewing an input)
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
