@@ -149,16 +149,11 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
 }
 
 namespace {
-// Up to this many values a binary of two same-shaped plain f32 operands runs on the calling thread:
-// oneDNN's call costs more than the values (5-10 us against about 1 for a Llama decode step's residual
-// add or gate product, 2048-14336 values).
-constexpr size_t kHostBinaryValues = 16384;
-
 bool is_host_binary(BinaryAlg alg, const memory::desc& layout, DataType src1_type) {
   const bool exact_op =
       alg == BinaryAlg::Add || alg == BinaryAlg::Sub || alg == BinaryAlg::Mul || alg == BinaryAlg::Div;
   return exact_op && src1_type == DataType::f32 && layout == plain_desc(layout.get_dims(), DataType::f32) &&
-         layout.get_size() <= kHostBinaryValues * sizeof(float);
+         layout.get_size() <= kHostElementwiseValues * sizeof(float);
 }
 } // namespace
 

@@ -196,13 +196,8 @@ BufferId required_arg(const ArgList& args, int arg) {
   return buffer;
 }
 
-// Up to this many f32 values an activation of the sigmoid family runs on the host, where oneDNN's
-// eltwise primitive costs more in its call than in its values (a squeeze-and-excitation gate, the
-// SiLU of a Llama decode step's 5632-14336 hidden values).
-constexpr size_t kHostActivationValues = 16384;
-
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values) {
-  if (type != DataType::f32 || values > kHostActivationValues || host_row_isa() == RowIsa::scalar) {
+  if (type != DataType::f32 || values > kHostElementwiseValues || host_row_isa() == RowIsa::scalar) {
     return std::nullopt;
   }
   switch (alg) {

@@ -99,9 +99,15 @@ PostOps read_post_ops(
     bool fold_rows = false);
 // [b..., m, n] -> [1, b... * m, n]: the same plain bytes, every dim but the last folded into rows.
 memory::dims fold_into_rows(const memory::dims& dims);
+
+// Up to this many f32 values an elementwise step (a binary of same-shaped operands, the sigmoid family)
+// runs on the calling thread: oneDNN's primitive costs 5-18 us a call, more than the values (a
+// squeeze-and-excitation gate; a Llama decode step's residual adds, gate product and SiLU, 2048-14336
+// values).
+inline constexpr size_t kHostElementwiseValues = 16384;
+
 // The host kernel (RowKernels.h) for eltwise `alg` on `values` values of `type` where it beats oneDNN's
-// primitive, whose call costs more than a small vector's values: f32, up to 4096 values, the sigmoid
-// family (EfficientNet-B0's and MobileNetV3's squeeze-and-excitation gates).
+// primitive: f32, up to kHostElementwiseValues values, the sigmoid family.
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values);
 // Its host loop, with oneDNN's alpha and beta.
 HostLoop activation_loop(Activation activation, float alpha, float beta);
