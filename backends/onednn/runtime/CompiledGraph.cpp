@@ -636,13 +636,21 @@ Error CompiledGraph::run_affine_step(const PreparedStep& step, const void* sourc
       }
       const auto* zero_points =
           loop.int4_zero_points ? static_cast<const int8_t*>(handle(loop.int4_bias ? 3 : 2)) : nullptr;
-      const Int4FloatRowOperands operands{
-          row,
-          static_cast<const uint8_t*>(handle(0)),
-          GroupScales(handle(1), loop.int4_bf16_scales),
-          zero_points,
-          bias,
-          dst};
+      const GroupScales group_scales(handle(1), loop.int4_bf16_scales);
+      const auto* weights = static_cast<const uint8_t*>(handle(0));
+      if (loop.int4_bf16_row) {
+        Int4Bf16RowOperands operands{static_cast<const uint16_t*>(source), weights, group_scales, zero_points, bias};
+        if (loop.int4_bf16_result) {
+          operands.dst_bf16 = static_cast<uint16_t*>(target);
+        } else {
+          operands.dst_f32 = dst;
+        }
+        parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
+          int4_bf16_vector_matrix(loop.int4, operands, begin, end);
+        });
+        return Error::Ok;
+      }
+      const Int4FloatRowOperands operands{row, weights, group_scales, zero_points, bias, dst};
       parallel_chunks(loop.int4.n, columns_per_chunk, [&](size_t begin, size_t end) {
         int4_float_vector_matrix(loop.int4, operands, begin, end);
       });

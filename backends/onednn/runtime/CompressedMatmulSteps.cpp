@@ -16,6 +16,8 @@
 //                                               dequantized to bf16, each row's scale a post-op
 //   ... several rows, AMX, "exact"              oneDNN's AMX s8 x s4 matmul with per-row src scales,
 //                                               then the rows' zero points taken off on the host
+//   otherwise, s4, one bf16 row, AVX512-VNNI,   the bf16-row host kernel: the row in two int8 slices
+//   "fast"                                      per 32 values (Int4VectorMatrix.h)
 //   otherwise, s4, one row                      the f32-row host kernel (a bf16 row widened; rows to
 //                                               quantize are quantized and dequantized first)
 //   otherwise, s8 without zero points, one row  the f32-row int8 host kernel (Int8VectorMatrix.h)
@@ -444,10 +446,16 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
   const bool int4_row = weight_type == DataType::s4 && zero_points_fit_int4(graph, op);
   const bool int8_row = weight_type == DataType::s8 && op.zero_points == kNoValue;
   if (op.rows == 1 && (int4_row || int8_row)) {
-    // One row: a host kernel, in f32 (a bf16 row converted exactly, the result rounded to bf16 after).
-    const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, DataType::f32);
+    // One row: a host kernel, in f32 (a bf16 row converted exactly, the result rounded to bf16 after);
+    // a bf16 row of "fast" int4 products in two int8 slices on the int8 unit, its result in bf16 where
+    // the program's is (Int4VectorMatrix.h).
+    const bool sliced = int4_row && type == DataType::bf16 && graph.settings().int4_products == Int4Products::fast &&
+                        int4_bf16_rows_sliced(shape);
+    const BufferId row = type == DataType::f32 ? rows : graph.plain_input(op.src, sliced ? type : DataType::f32);
     HostLoop loop;
     loop.kind = int4_row ? HostLoop::Kind::Int4FloatVectorMatrix : HostLoop::Kind::Int8FloatVectorMatrix;
+    loop.int4_bf16_row = sliced;
+    loop.int4_bf16_result = sliced && graph.compute_type(output) == DataType::bf16;
     loop.int4_bf16_scales = op.bf16_scales; // only S4 weights have them
     loop.int4 = shape;
     loop.int4_bias = step.has_input(3);
@@ -459,7 +467,8 @@ void build_compressed_matmul(const StepRecord& step, GraphBuilder& graph) {
     if (loop.int4_zero_points) {
       more.push_back(graph.plain_input(op.zero_points));
     }
-    graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, DataType::f32)), row, kNoBuffer, more);
+    const DataType result_type = loop.int4_bf16_result ? DataType::bf16 : DataType::f32;
+    graph.add_host_loop(loop, graph.define(output, plain_desc(out_dims, result_type)), row, kNoBuffer, more);
     return;
   }
   const DataType result_type = type == DataType::bf16 ? graph.compute_type(output) : DataType::f32;

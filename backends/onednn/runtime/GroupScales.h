@@ -29,6 +29,13 @@ class GroupScales {
   bool is_bf16() const {
     return bf16_ != nullptr;
   }
+  // The raw data: exactly one of the two is set (or neither, default-constructed).
+  const float* f32_data() const {
+    return f32_;
+  }
+  const uint16_t* bf16_data() const {
+    return bf16_;
+  }
 
  private:
   friend class ScaleRows;

@@ -64,8 +64,9 @@ struct HostLoop {
     // dst = the quantized row in src (aux: its scale and zero point; `outer` 1) times int4 weights: the
     // more sources are the weights, their group scales, the column terms and the bias when given.
     Int4VectorMatrix,
-    // dst = the f32 row in src times int4 weights: the more sources are the weights, their group
-    // scales, then the bias and the zero points when given (`int4_bias`, `int4_zero_points`).
+    // dst = the f32 row in src (bf16 with `int4_bf16_row`; dst bf16 with `int4_bf16_result`) times
+    // int4 weights: the more sources are the weights, their group scales, then the bias and the zero
+    // points when given (`int4_bias`, `int4_zero_points`).
     Int4FloatVectorMatrix,
     // dst = the f32 row in src times int8 weights: the more sources are the weights, their group
     // scales, then the bias when given (`int4_bias`).
@@ -127,6 +128,8 @@ struct HostLoop {
   Int4MatrixShape int4;                  // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_bias = false;                // Int4VectorMatrix, Int4FloatVectorMatrix, Int8FloatVectorMatrix
   bool int4_zero_points = false;         // Int4FloatVectorMatrix
+  bool int4_bf16_row = false;            // Int4FloatVectorMatrix: int4_bf16_vector_matrix's bf16 row
+  bool int4_bf16_result = false;         // Int4FloatVectorMatrix with int4_bf16_row: its dst in bf16
   bool int4_bf16_scales = false;         // Int4VectorMatrix, Int4FloatVectorMatrix, WidenedInt4Matmul
   CachedAttentionShape cached_attention; // CachedAttention
   RotaryRows rotary;                     // Rotary

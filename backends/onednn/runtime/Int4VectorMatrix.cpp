@@ -11,16 +11,15 @@
 #include <limits>
 #include <vector>
 
+#include "Int4Steps.h"
 #include "VectorTargets.h"
 
-// Compiled for AVX-512 and for AVX2 with FMA (VectorTargets.h), with VNNI too where named below; each
-// runs only where the shape's isa and vnni allow it. One template serves the
-// VNNI and the non-VNNI kernel of a width, so its target names both; the non-VNNI instantiation calls
-// only maddubs and madd, and the compiler makes no VNNI instruction the source does not name (checked
-// with objdump: vpdpbusd appears in the VNNI instantiations only). Code that every vector path runs,
-// VNNI or not, and the f32-row kernels are compiled without VNNI (ODNN_AVX2, ODNN_AVX512).
-#define ODNN_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-#define ODNN_AVX2_VNNI __attribute__((target("avx2,fma,avxvnni")))
+// Compiled for AVX-512 and for AVX2 with FMA (VectorTargets.h), with VNNI too where named (Int4Steps.h);
+// each runs only where the shape's isa and vnni allow it. One template serves the VNNI and the non-VNNI
+// kernel of a width, so its target names both; the non-VNNI instantiation calls only maddubs and madd,
+// and the compiler makes no VNNI instruction the source does not name (checked with objdump: vpdpbusd
+// appears in the VNNI instantiations only). Code that every vector path runs, VNNI or not, and the
+// f32-row kernels are compiled without VNNI (ODNN_AVX2, ODNN_AVX512).
 
 namespace executorch::backends::onednn {
 namespace {
@@ -106,9 +105,6 @@ struct PreparedRow {
   std::vector<uint32_t> segment_groups; // per 32 values: their group (ScaleKind::per_segment)
 };
 
-constexpr size_t kStep = 128;   // values per step
-constexpr size_t kSegment = 32; // values per scale at most: a vector's lanes hold whole segments
-
 // How a step's lanes find their scales: one per group of several steps, one per step, or one per 32
 // values (groups of 32, of 64, or of other multiples of 32, through a table).
 enum class ScaleKind { per_group, per_step, per_32, per_64, per_segment };
@@ -136,21 +132,27 @@ ODNN_AVX2 inline __m256i biased_sums(const int8_t* at) {
   return _mm256_sad_epu8(biased, _mm256_setzero_si256());
 }
 
+} // namespace
+
+ODNN_AVX2 void arrange_for_steps(const int8_t* q, size_t k, int8_t* out) {
+  for (size_t begin = 0; begin < k; begin += kStep) {
+    const size_t half = std::min(kStep, k - begin) / 2; // 64, or 32 in a last step of 64
+    for (size_t j = 0; j < half; j += 32) {
+      const __m256i first = split_even_odd(q + begin + 2 * j), second = split_even_odd(q + begin + 2 * j + 32);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + begin + j), _mm256_permute2x128_si256(first, second, 0x20));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(out + begin + half + j), _mm256_permute2x128_si256(first, second, 0x31));
+    }
+  }
+}
+
+namespace {
+
 // Both vector widths run on CPUs with AVX2: one preparation serves them.
 ODNN_AVX2 void prepare_into(const Int4MatrixShape& shape, const int8_t* q, PreparedRow& prepared) {
   const size_t groups = shape.k / shape.group;
   prepared.q.resize(shape.k);
-  for (size_t begin = 0; begin < shape.k; begin += kStep) {
-    const size_t half = std::min(kStep, shape.k - begin) / 2; // 64, or 32 in a last step of 64
-    for (size_t j = 0; j < half; j += 32) {
-      const __m256i first = split_even_odd(q + begin + 2 * j), second = split_even_odd(q + begin + 2 * j + 32);
-      _mm256_storeu_si256(
-          reinterpret_cast<__m256i*>(prepared.q.data() + begin + j), _mm256_permute2x128_si256(first, second, 0x20));
-      _mm256_storeu_si256(
-          reinterpret_cast<__m256i*>(prepared.q.data() + begin + half + j),
-          _mm256_permute2x128_si256(first, second, 0x31));
-    }
-  }
+  arrange_for_steps(q, shape.k, prepared.q.data());
   prepared.surplus.resize(groups);
   for (size_t g = 0; g < groups; ++g) {
     __m256i sums = _mm256_setzero_si256();
@@ -176,33 +178,10 @@ const PreparedRow& prepare(const Int4MatrixShape& shape, const int8_t* q) {
   return prepared;
 }
 
-// Weights fetched ahead of the stream the kernels read: a call reads its rows front to back, and rows
-// are contiguous. Into L2, 4 KiB ahead, never past the call's last row (the next ones may be another
-// thread's). One thread, 1 GiB of weights rotated, group 128: 12.3 GB/s against 8.7 without and 10.5
-// into L1 (the header's Xeon).
-constexpr size_t kPrefetchBytes = 4096;
-
-inline void fetch_ahead(const uint8_t* at, const uint8_t* last_line) {
-  // In integers: the address 4 KiB on may lie past the weights, where a pointer may not point.
-  const uintptr_t ahead =
-      std::min(reinterpret_cast<uintptr_t>(at) + kPrefetchBytes, reinterpret_cast<uintptr_t>(last_line));
-  _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T1);
-}
-
-// The start of the last line the rows before `end` occupy (their start, for less than a line).
-const uint8_t* last_line_of(const Int4MatrixShape& shape, const uint8_t* weights, size_t end) {
-  const size_t bytes = end * (shape.k / 2);
-  return weights + (bytes > 64 ? bytes - 64 : 0);
-}
-
 // ---- AVX-512 ----
 // A step's 64 bytes of weights make two vectors, the low nibbles (k even, with the step's first 64
 // prepared values) and the high ones (k odd, with the next 64). Lane i of a product holds k in
 // [8i, 8i + 8): lanes 4s to 4s + 3 hold segment s of the step.
-
-ODNN_AVX512_VNNI inline __m512i biased_nibbles_avx512(__m512i bytes) {
-  return _mm512_ternarylogic_epi32(bytes, _mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x08), 0x6A); // (a & b) ^ c
-}
 
 // Step products added to `even_sum` and `odd_sum`: two dpbusd chains, or one chain when both name the
 // same variable. Without VNNI all go to `even_sum`: two pairs of products add to at most
@@ -301,7 +280,7 @@ ODNN_AVX512_VNNI void rows_avx512(
   const size_t groups = shape.k / shape.group, steps = shape.k / kStep;
   const int8_t* row = prepared.q.data();
   const float* surplus = prepared.surplus.data();
-  const uint8_t* last_line = last_line_of(shape, operands.weights, end);
+  const uint8_t* last_line = last_line_of(shape.k, operands.weights, end);
   ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * (shape.k / 2);
@@ -419,7 +398,7 @@ ODNN_AVX2_VNNI void rows_avx2(
   const size_t groups = shape.k / shape.group, steps = shape.k / kStep;
   const int8_t* row = prepared.q.data();
   const float* surplus = prepared.surplus.data();
-  const uint8_t* last_line = last_line_of(shape, operands.weights, end);
+  const uint8_t* last_line = last_line_of(shape.k, operands.weights, end);
   ScaleRows scale_rows(operands.scales, groups);
   for (size_t r = begin; r < end; ++r) {
     const uint8_t* weights = operands.weights + r * (shape.k / 2);

@@ -138,4 +138,38 @@ struct Int4FloatRowOperands {
 void int4_float_vector_matrix(
     const Int4MatrixShape& shape, const Int4FloatRowOperands& operands, size_t begin, size_t end);
 
+// The same layers on a bf16 row (raw bits), on the int8 unit: export-llm's 4w under bf16 activations,
+// where int4_products() is "fast" (CompressedMatmulSteps.cpp). The f32 kernel above converts every
+// nibble to f32 on the way and runs below the memory's rate; dpbusd takes 64 nibbles an instruction.
+// Each 32 values of the row (a segment s, within one group) become integers on one power of two:
+// q = round(x * 2^(13 - E_s)), E_s the exponent of the segment's largest magnitude (|q| <= 2^14, each
+// value within 2^(E_s - 14) <= max|x_s| * 2^-14 of q * 2^(E_s - 13); exact where a value's exponent is
+// within 6 of E_s), split as q = 256 * hi + lo with hi and lo int8, and
+//   dst[r] = sum_s scale[r, g(s)] * 2^(E_s - 13) * (256 * sum (w + 8) * hi + sum (w + 8) * lo
+//            - (8 + zero point[r, g(s)]) * sum q) (+ bias[r]),
+// the integer sums exact, the rest in f32 (rounded to bf16 last into dst_bf16: to nearest even, as
+// oneDNN's reorder; a NaN as 0x7FC0). A bf16 model's own dequantize_affine rounds each weight
+// times its scale to bf16 (2^-9 of it at most): on a segment's largest value alone 32 times the 2^-14
+// this allows each value of the segment.
+// The row runs through int4_float_vector_matrix (widened exactly) instead where this kernel does not
+// apply (int4_bf16_rows_sliced() false), and where a segment's largest magnitude is NaN, an infinity,
+// or outside [2^-100, 2^100) (zero is fine): there IEEE arithmetic decides, as in the f32 kernel.
+// The other columns of dst are untouched; threads may call it on disjoint ranges at once.
+struct Int4Bf16RowOperands {
+  const uint16_t* row = nullptr;       // k bf16 values
+  const uint8_t* weights = nullptr;    // [n, k / 2] packed int4, as for int4_vector_matrix
+  GroupScales scales;                  // [n, k / group]
+  const int8_t* zero_points = nullptr; // [n, k / group] in [-8, 7], or none (all zero)
+  const float* bias = nullptr;         // [n], or none
+  uint16_t* dst_bf16 = nullptr;        // [n], rounded to bf16; or
+  float* dst_f32 = nullptr;            // [n]
+};
+
+// Whether int4_bf16_vector_matrix runs its own kernel on `shape`: AVX-512 with VNNI, and a
+// vectorized() shape.
+bool int4_bf16_rows_sliced(const Int4MatrixShape& shape);
+
+void int4_bf16_vector_matrix(
+    const Int4MatrixShape& shape, const Int4Bf16RowOperands& operands, size_t begin, size_t end);
+
 } // namespace executorch::backends::onednn

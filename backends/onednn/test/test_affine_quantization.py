@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import pytest
 import torch
-from executorch.backends.onednn import effective_isa, int8_products_exact, set_int4_products
+from executorch.backends.onednn import OneDnnPartitioner, effective_isa, int8_products_exact, set_int4_products
 from executorch.backends.onednn.serialization.schema import DType, StepKind
 from support import execute_with_int4_products
 from tester import lower
@@ -33,7 +33,9 @@ def execute(buffer: bytes, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]
     return execute_with_int4_products(buffer, inputs, "exact")
 
 
-def quantized_linear(mode: str, group: int = 32, bias: bool = True, in_features: int = IN_FEATURES) -> nn.Module:
+def quantized_linear(
+    mode: str, group: int = 32, bias: bool = True, in_features: int = IN_FEATURES, out_features: int = OUT_FEATURES
+) -> nn.Module:
     from torchao.quantization.granularity import PerGroup
     from torchao.quantization.quant_api import (
         Int8DynamicActivationIntxWeightConfig,
@@ -42,7 +44,7 @@ def quantized_linear(mode: str, group: int = 32, bias: bool = True, in_features:
     )
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(in_features, OUT_FEATURES, bias=bias)).eval()
+    model = nn.Sequential(nn.Linear(in_features, out_features, bias=bias)).eval()
     configs = {
         "8da4w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(group)),
         "8da8w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=PerGroup(group)),
@@ -108,6 +110,42 @@ def test_several_quantized_rows_on_the_fast_setting_stay_within_their_rounding(b
         return
     assert bool(((actual - expected).abs() <= bound).all())
     assert relative_error(actual, expected) > TOLERANCE  # the rounding kernel ran, not the exact one
+
+
+def slices_bound(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The bf16-row kernel's bound (runtime/Int4VectorMatrix.h): each value of the row within 2^-14 of
+    the largest magnitude among its 32, times the weights' magnitudes, per output column."""
+    largest = x.double().abs().view(-1, 32).amax(-1).repeat_interleave(32)
+    return (weights.double().abs() @ (largest * 2**-14)).view(1, -1)
+
+
+def test_one_bf16_row_of_int4_weights_runs_in_two_int8_slices_on_the_fast_setting() -> None:
+    """precision="bf16", a decode step's row through a 4w linear: on AVX-512 with VNNI the "fast" int4
+    products (the default) take the row in bf16, split it per 32 values into two int8 slices on one power
+    of two (each value within 2^-14 of its segment's largest magnitude) and run the int8 unit; "exact"
+    runs the f32 kernel on the row in f32 (here the program's f32 input, as it is) and gives eager's f32
+    result. They differ where a segment spans more than the slices hold."""
+    isa = effective_isa()
+    if not isa.startswith(("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx10")):
+        pytest.skip(f"the bf16-row kernel needs AVX-512 with AVX512-VNNI and bf16 compute; oneDNN runs {isa} here")
+    model = quantized_linear("4w", 32, in_features=256, out_features=512)
+    x = torch.randn(1, 256)
+    x[0, ::7] *= 30  # segments spanning 2^17: the slices round their small values
+    x[0, ::11] *= 2**-12
+    with torch.no_grad():
+        weights = model[0].weight.dequantize()
+        bias = model[0].bias
+    buffer = lower(model, (x,), partitioner=OneDnnPartitioner(precision="bf16")).buffer
+    (fast,) = execute_with_int4_products(buffer, [x], "fast")
+    (exact,) = execute_with_int4_products(buffer, [x], "exact")
+    with torch.no_grad():
+        assert relative_error(exact, model(x)) < TOLERANCE
+    row = x.bfloat16().double()  # the bf16 row the fast path takes
+    expected = row @ weights.double().T + bias.double()
+    rounding = 1e-5 * (row.abs() @ weights.double().abs().T)  # the result stays f32: the program's output
+    assert bool(((fast.double() - expected).abs() <= rounding + slices_bound(row, weights)).all())
+    # Beyond f32 rounding of the bf16 row's products: the slices ran, not the f32 kernel on the bf16 row.
+    assert relative_error(fast.double(), expected) > TOLERANCE
 
 
 def widened_weights(weight: torch.Tensor) -> torch.Tensor:
