@@ -32,7 +32,7 @@ constexpr int kExponentLimit = 100;
 struct SlicedRow {
   std::vector<int8_t> natural;          // both slices in order of k, hi then lo
   std::vector<int8_t> arranged;         // both as the steps read them (arrange_for_steps)
-  std::vector<int8_t> steps;            // per step: its 128 hi, then its 128 lo (64 and 64 in a last step of 64)
+  LineAlignedBytes steps;               // per step: its 128 hi, then its 128 lo (64 and 64 in a last step of 64)
   std::vector<float> unit;              // per segment: 2^(E_s - kUnitBits)
   std::vector<float> sums;              // per segment: the sum of its q
   std::vector<float> biased_sums;       // per segment: 8 * sums, the weights' bias of 8 times the row
@@ -76,7 +76,7 @@ ODNN_AVX512_VNNI bool slice_row(const uint16_t* row, size_t k, SlicedRow& out) {
   const size_t segments = k / kSegment;
   out.natural.resize(2 * k);
   out.arranged.resize(2 * k);
-  out.steps.resize(2 * k);
+  int8_t* steps = out.steps.resize(2 * k);
   // Whole vectors of segments, the last padded with zeros (segment_factors()).
   const size_t padded = (segments + 15) / 16 * 16;
   for (std::vector<float>* values : {&out.unit, &out.sums, &out.biased_sums}) {
@@ -112,8 +112,8 @@ ODNN_AVX512_VNNI bool slice_row(const uint16_t* row, size_t k, SlicedRow& out) {
   // weight bytes at k 8192 against 9.6 from two).
   for (size_t begin = 0; begin < k; begin += kStep) {
     const size_t count = std::min(kStep, k - begin);
-    std::memcpy(out.steps.data() + 2 * begin, arranged + begin, count);
-    std::memcpy(out.steps.data() + 2 * begin + count, arranged + k + begin, count);
+    std::memcpy(steps + 2 * begin, arranged + begin, count);
+    std::memcpy(steps + 2 * begin + count, arranged + k + begin, count);
   }
   return true;
 }

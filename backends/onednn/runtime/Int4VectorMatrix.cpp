@@ -100,7 +100,7 @@ void rows_scalar(const Int4MatrixShape& shape, const Int4RowOperands& operands, 
 // the surplus 8 * sum q off per group. They go through k in steps of 128 values (64 bytes of weights, a
 // cache line), then one step of 64 where k % 128 == 64.
 struct PreparedRow {
-  std::vector<int8_t> q;                // per step: its values at even k, then those at odd k
+  LineAlignedBytes q;                   // per step: its values at even k, then those at odd k
   std::vector<float> surplus;           // per group: 8 * sum of its q
   std::vector<uint32_t> segment_groups; // per 32 values: their group (ScaleKind::per_segment)
 };
@@ -151,8 +151,7 @@ namespace {
 // Both vector widths run on CPUs with AVX2: one preparation serves them.
 ODNN_AVX2 void prepare_into(const Int4MatrixShape& shape, const int8_t* q, PreparedRow& prepared) {
   const size_t groups = shape.k / shape.group;
-  prepared.q.resize(shape.k);
-  arrange_for_steps(q, shape.k, prepared.q.data());
+  arrange_for_steps(q, shape.k, prepared.q.resize(shape.k));
   prepared.surplus.resize(groups);
   for (size_t g = 0; g < groups; ++g) {
     __m256i sums = _mm256_setzero_si256();
