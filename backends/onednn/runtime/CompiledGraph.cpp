@@ -473,11 +473,28 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::WidenedInt4Matmul:
       return run_affine_step(step, source, target, aux);
     case HostLoop::Kind::Binary:
-      binary_values(
-          loop.binary, static_cast<const float*>(source), aux_values, static_cast<float*>(target), step.host_dst_count);
+      if (loop.bf16) {
+        binary_values_bf16(
+            loop.isa,
+            static_cast<int64_t>(loop.binary),
+            static_cast<const uint16_t*>(source),
+            static_cast<const uint16_t*>(aux),
+            static_cast<uint16_t*>(target),
+            step.host_dst_count);
+      } else {
+        binary_values(
+            loop.binary,
+            static_cast<const float*>(source),
+            aux_values,
+            static_cast<float*>(target),
+            step.host_dst_count);
+      }
       return Error::Ok;
     case HostLoop::Kind::Copy:
       std::memcpy(target, source, loop.extent);
+      return Error::Ok;
+    case HostLoop::Kind::Convert:
+      convert_values(loop.isa, loop.bf16, source, target, 0, step.host_dst_count);
       return Error::Ok;
     case HostLoop::Kind::Interleave: {
       std::vector<const uint8_t*> pieces{static_cast<const uint8_t*>(source), static_cast<const uint8_t*>(aux)};

@@ -149,11 +149,14 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
 }
 
 namespace {
+// f32, or bf16 where the host has vector code for it (binary_values_bf16()).
 bool is_host_binary(BinaryAlg alg, const memory::desc& layout, DataType src1_type) {
   const bool exact_op =
       alg == BinaryAlg::Add || alg == BinaryAlg::Sub || alg == BinaryAlg::Mul || alg == BinaryAlg::Div;
-  return exact_op && src1_type == DataType::f32 && layout == plain_desc(layout.get_dims(), DataType::f32) &&
-         layout.get_size() <= kHostElementwiseValues * sizeof(float);
+  const DataType type = layout.get_data_type();
+  const bool host_type = type == DataType::f32 || (type == DataType::bf16 && host_row_isa() != RowIsa::scalar);
+  return exact_op && host_type && src1_type == type && layout == plain_desc(layout.get_dims(), type) &&
+         layout.get_size() <= kHostElementwiseValues * memory::data_type_size(type);
 }
 } // namespace
 
@@ -178,6 +181,8 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
     HostLoop loop;
     loop.kind = HostLoop::Kind::Binary;
     loop.binary = code;
+    loop.bf16 = layout.get_data_type() == DataType::bf16;
+    loop.isa = host_row_isa();
     const BufferId lhs = graph.input(src0, layout);
     const BufferId rhs = graph.input(src1, layout);
     graph.add_host_loop(loop, graph.define(step.outputs[0], layout), lhs, rhs);

@@ -436,7 +436,23 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
     add_host_loop(copy, destination, source);
     return;
   }
-  dnnl::reorder::primitive_desc pd(engine_, buffers_[source].desc, engine_, buffers_[destination].desc, default_attr());
+  const memory::desc& to = buffers_[destination].desc;
+  const auto type_pair = std::make_pair(from.get_data_type(), to.get_data_type());
+  if (from.get_dims() == to.get_dims() && from == plain_desc(from.get_dims(), from.get_data_type()) &&
+      to == plain_desc(to.get_dims(), to.get_data_type()) &&
+      (type_pair == std::make_pair(DataType::f32, DataType::bf16) ||
+       type_pair == std::make_pair(DataType::bf16, DataType::f32)) &&
+      from.get_size() <= kHostElementwiseValues * sizeof(float)) {
+    // A type conversion of a few thousand values (a bf16 decode step's f32 results and inputs): its
+    // primitive's call costs more than the values.
+    HostLoop convert;
+    convert.kind = HostLoop::Kind::Convert;
+    convert.bf16 = to.get_data_type() == DataType::bf16;
+    convert.isa = host_row_isa();
+    add_host_loop(convert, destination, source);
+    return;
+  }
+  dnnl::reorder::primitive_desc pd(engine_, buffers_[source].desc, engine_, to, default_attr());
   add_primitive(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}});
 }
 

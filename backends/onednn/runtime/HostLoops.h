@@ -88,19 +88,24 @@ struct HostLoop {
     // aux the partial sums (mean_chunks() per image).
     GlobalAveragePool,
     Rotary, // dst = the interleaved rotary embedding (Rotary.h) of src; aux the cos table, the more source sin
-    // dst = src `binary` aux, f32, elementwise over operands of one plain shape: a decode step's
-    // residual adds and gate products, whose oneDNN call costs more than their few thousand values.
+    // dst = src `binary` aux, f32 (or bf16: `bf16`, `isa`), elementwise over operands of one plain shape:
+    // a decode step's residual adds and gate products, whose oneDNN call costs more than their few
+    // thousand values.
     Binary,
     Copy, // dst = src, `extent` bytes: a reorder between identical plain layouts (an output viewing an input)
+    // dst = src in the other of f32 and bf16 (`bf16`: dst is bf16), convert_values(): a small reorder
+    // between plain layouts that differ in type only (a bf16 decode step's f32 results and inputs).
+    Convert,
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only)
+  bool bf16 = false; // Fill, Clamp, GeluTanh, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows is f32 only);
+                     // Convert: dst holds bf16, src f32; Binary: all three bf16
   // QuantizeRowsAffine: q + 128 stored as u8 (the zero points stay torchao's): oneDNN's VNNI matmul
   // takes per-row scales with u8 rows only.
   bool u8_rows = false;
-  RowIsa isa = RowIsa::scalar;                  // GeluTanh, Activation
+  RowIsa isa = RowIsa::scalar;                  // GeluTanh, Activation, Convert, Binary (bf16)
   Activation activation = Activation::logistic; // Activation
   float upper = 0.0f;                           // Clamp, Activation (beta)
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "HostLoops.h"
 
@@ -60,6 +61,32 @@ ODNN_AVX512 inline void store(void* row, bool bf16, size_t at, __mmask16 mask, _
   const __mmask16 nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
   rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7FC0));
   _mm256_mask_storeu_epi16(static_cast<uint16_t*>(row) + at, mask, _mm512_cvtepi32_epi16(rounded));
+}
+
+ODNN_AVX512 void convert_values_avx512(bool to_bf16, const void* src, void* dst, size_t begin, size_t end) {
+  for (size_t at = begin; at < end; at += kLanes) {
+    const __mmask16 mask = tail_mask(end - at);
+    store(dst, to_bf16, at, mask, load(src, !to_bf16, at, mask, _mm512_setzero_ps()));
+  }
+}
+
+template <BinaryAlg Alg>
+ODNN_AVX512 void binary_bf16_avx512(const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
+  for (size_t at = 0; at < n; at += kLanes) {
+    const __mmask16 mask = tail_mask(n - at);
+    const __m512 x = load(a, true, at, mask, _mm512_setzero_ps()), y = load(b, true, at, mask, _mm512_setzero_ps());
+    __m512 z;
+    if constexpr (Alg == BinaryAlg::Add) {
+      z = _mm512_add_ps(x, y);
+    } else if constexpr (Alg == BinaryAlg::Sub) {
+      z = _mm512_sub_ps(x, y);
+    } else if constexpr (Alg == BinaryAlg::Mul) {
+      z = _mm512_mul_ps(x, y);
+    } else {
+      z = _mm512_div_ps(x, y);
+    }
+    store(dst, true, at, mask, z);
+  }
 }
 
 // x = src (+ mask) for lanes of `mask` (masked-off lanes: -inf).
@@ -172,6 +199,32 @@ ODNN_AVX2 inline void store8(void* row, bool bf16, size_t at, size_t count, __m2
     } else {
       static_cast<float*>(row)[at + i] = buffer[i];
     }
+  }
+}
+
+ODNN_AVX2 void convert_values_avx2(bool to_bf16, const void* src, void* dst, size_t begin, size_t end) {
+  for (size_t at = begin; at < end; at += kLanes2) {
+    const size_t count = std::min(kLanes2, end - at);
+    store8(dst, to_bf16, at, count, load8(src, !to_bf16, at, count, 0.0f));
+  }
+}
+
+template <BinaryAlg Alg>
+ODNN_AVX2 void binary_bf16_avx2(const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
+  for (size_t at = 0; at < n; at += kLanes2) {
+    const size_t count = std::min(kLanes2, n - at);
+    const __m256 x = load8(a, true, at, count, 0.0f), y = load8(b, true, at, count, 0.0f);
+    __m256 z;
+    if constexpr (Alg == BinaryAlg::Add) {
+      z = _mm256_add_ps(x, y);
+    } else if constexpr (Alg == BinaryAlg::Sub) {
+      z = _mm256_sub_ps(x, y);
+    } else if constexpr (Alg == BinaryAlg::Mul) {
+      z = _mm256_mul_ps(x, y);
+    } else {
+      z = _mm256_div_ps(x, y);
+    }
+    store8(dst, true, at, count, z);
   }
 }
 
@@ -460,6 +513,57 @@ void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const fl
         rms_norm_row_scalar(rows, src_row, dst_row, row_weight);
         break;
     }
+  }
+}
+
+void convert_values(RowIsa isa, bool to_bf16, const void* src, void* dst, size_t begin, size_t end) {
+  if (isa == RowIsa::avx512) {
+    convert_values_avx512(to_bf16, src, dst, begin, end);
+  } else if (isa == RowIsa::avx2) {
+    convert_values_avx2(to_bf16, src, dst, begin, end);
+  } else if (to_bf16) {
+    for (size_t i = begin; i < end; ++i) {
+      static_cast<uint16_t*>(dst)[i] = to_bf16_bits(static_cast<const float*>(src)[i]);
+    }
+  } else {
+    for (size_t i = begin; i < end; ++i) {
+      static_cast<float*>(dst)[i] = from_bf16_bits(static_cast<const uint16_t*>(src)[i]);
+    }
+  }
+}
+
+// The vector kernel of `isa` for op Alg.
+template <BinaryAlg Alg>
+void binary_bf16_vector(RowIsa isa, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
+  if (isa == RowIsa::avx512) {
+    binary_bf16_avx512<Alg>(a, b, dst, n);
+  } else {
+    binary_bf16_avx2<Alg>(a, b, dst, n);
+  }
+}
+
+void binary_values_bf16(RowIsa isa, int64_t alg, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
+  const auto code = static_cast<BinaryAlg>(alg);
+  if (isa != RowIsa::scalar) {
+    switch (code) {
+      case BinaryAlg::Add:
+        return binary_bf16_vector<BinaryAlg::Add>(isa, a, b, dst, n);
+      case BinaryAlg::Sub:
+        return binary_bf16_vector<BinaryAlg::Sub>(isa, a, b, dst, n);
+      case BinaryAlg::Mul:
+        return binary_bf16_vector<BinaryAlg::Mul>(isa, a, b, dst, n);
+      default:
+        return binary_bf16_vector<BinaryAlg::Div>(isa, a, b, dst, n);
+    }
+  }
+  std::vector<float> x(n), y(n), z(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = from_bf16_bits(a[i]);
+    y[i] = from_bf16_bits(b[i]);
+  }
+  binary_values(code, x.data(), y.data(), z.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    dst[i] = to_bf16_bits(z[i]);
   }
 }
 

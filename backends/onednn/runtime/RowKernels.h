@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace executorch::backends::onednn {
 
@@ -72,6 +73,14 @@ void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const fl
 // x * sigmoid(2 sqrt(2 / pi) (x + 0.044715 x^3)), which needs an exp and no tanh. f32, or bf16 in and
 // out (`bf16`). A NaN stays NaN, +inf stays +inf and -inf becomes NaN, as 0.5 x (1 + tanh(...)) does.
 void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t begin, size_t end);
+
+// Values [begin, end): dst = src in the other type: f32 -> bf16 (`to_bf16`; to nearest even, a NaN as
+// 0x7FC0, as oneDNN's reorder rounds) or bf16 -> f32 (exact).
+void convert_values(RowIsa isa, bool to_bf16, const void* src, void* dst, size_t begin, size_t end);
+
+// n bf16 values (raw bits): dst = a op b for op add, sub, mul or div (Schema.h's BinaryAlg), each
+// widened exactly, the one f32 operation, rounded as convert_values() rounds: oneDNN's bf16 binary.
+void binary_values_bf16(RowIsa isa, int64_t alg, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n);
 
 // The sigmoid family, which oneDNN computes as eltwise primitives: on a small vector (a
 // squeeze-and-excitation gate's few hundred values) its kernel's call costs more than the values.

@@ -564,6 +564,122 @@ TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit
   }
 }
 
+namespace bf16_bytes {
+std::vector<uint8_t> of(const std::vector<uint16_t>& bits) {
+  std::vector<uint8_t> out(bits.size() * 2);
+  std::memcpy(out.data(), bits.data(), out.size());
+  return out;
+}
+std::vector<uint16_t> bits(const std::vector<uint8_t>& bytes) {
+  std::vector<uint16_t> out(bytes.size() / 2);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+// Whether a value is subnormal: oneDNN's bf16 kernels on AVX512-BF16 CPUs read such inputs as zero and
+// write such results as zero (the conversion instructions' DAZ and FTZ); the host and PyTorch keep them.
+bool subnormal(float value) {
+  return value != 0.0f && std::fabs(value) < std::numeric_limits<float>::min();
+}
+} // namespace bf16_bytes
+
+// bf16 binaries of same-shaped operands run on the host up to kHostElementwiseValues values (with
+// AVX2 or AVX-512): each value widened, the one f32 operation, rounded to nearest even, as PyTorch
+// computes them, and as oneDNN's primitive does past the limit but for subnormals.
+TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostLimit) {
+  using executorch::backends::onednn::from_bf16_bits;
+  using executorch::backends::onednn::to_bf16_bits;
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  struct Case {
+    BinaryAlg alg;
+    float (*op)(float, float);
+  };
+  const Case cases[] = {
+      {BinaryAlg::Add, [](float x, float y) { return x + y; }},
+      {BinaryAlg::Sub, [](float x, float y) { return x - y; }},
+      {BinaryAlg::Mul, [](float x, float y) { return x * y; }},
+      {BinaryAlg::Div, [](float x, float y) { return x / y; }},
+  };
+  for (const Case& c : cases) {
+    for (const int64_t count : {7, 2048, 16384, 16385}) {
+      std::vector<uint16_t> a(static_cast<size_t>(count)), b(static_cast<size_t>(count));
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<uint16_t>(i * 7919 + 13); // every pattern: NaNs, infinities, subnormals
+        b[i] = static_cast<uint16_t>(i * 104729 + 5);
+      }
+      Model model;
+      const uint32_t src0 = model.input({1, 1, count}, kBf16);
+      const uint32_t src1 = model.input({1, 1, count}, kBf16);
+      const uint32_t dst = model.value({1, 1, count}, kBf16);
+      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
+      model.output(dst, {1, 1, count});
+      const auto outputs = run_model_bytes(model, {bf16_bytes::of(a), bf16_bytes::of(b)});
+      ASSERT_EQ(outputs.size(), 1u);
+      const std::vector<uint16_t> got = bf16_bytes::bits(outputs[0]);
+      for (size_t i = 0; i < a.size(); ++i) {
+        const float want = c.op(from_bf16_bits(a[i]), from_bf16_bits(b[i]));
+        const std::string where =
+            "alg " + std::to_string(code_of(c.alg)) + " count " + std::to_string(count) + " at " + std::to_string(i);
+        const bool host = count <= 16384;
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(from_bf16_bits(got[i]))) << where;
+        } else if (
+            host || !(bf16_bytes::subnormal(from_bf16_bits(a[i])) || bf16_bytes::subnormal(from_bf16_bits(b[i])) ||
+                      bf16_bytes::subnormal(from_bf16_bits(to_bf16_bits(want))))) {
+          EXPECT_EQ(got[i], to_bf16_bits(want)) << where;
+        }
+      }
+    }
+  }
+}
+
+// A reorder between types of one plain shape, up to kHostElementwiseValues values, converts on the
+// host: bf16 -> f32 exactly, f32 -> bf16 to nearest even, as PyTorch converts, and as oneDNN's reorder
+// does past the limit but for subnormals.
+TEST(OpCorrectness, TypeConversionsRoundToNearestEvenOnEitherSideOfTheHostLimit) {
+  using executorch::backends::onednn::from_bf16_bits;
+  using executorch::backends::onednn::to_bf16_bits;
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  for (const int64_t count : {7, 2048, 16384, 16385}) {
+    std::vector<uint32_t> wide(static_cast<size_t>(count));
+    std::vector<uint16_t> narrow(static_cast<size_t>(count));
+    for (size_t i = 0; i < wide.size(); ++i) {
+      // Every high half; low halves below, at and above the tie, even and odd.
+      wide[i] = (static_cast<uint32_t>(i * 7919 + 13) << 16) | (i % 3 == 0 ? 0x8000u : (i * 2654435761u) & 0xFFFFu);
+      narrow[i] = static_cast<uint16_t>(i * 104729 + 5);
+    }
+    std::vector<uint8_t> wide_bytes(wide.size() * 4);
+    std::memcpy(wide_bytes.data(), wide.data(), wide_bytes.size());
+    for (const bool to_bf16 : {true, false}) {
+      Model model;
+      const uint32_t src = model.input({1, 1, count}, to_bf16 ? uint8_t{0} : kBf16);
+      const uint32_t dst = model.value({1, 1, count}, to_bf16 ? kBf16 : uint8_t{0});
+      model.payload.step(Kind::Reorder, {src}, {dst});
+      model.output(dst, {1, 1, count});
+      const auto outputs = run_model_bytes(model, {to_bf16 ? wide_bytes : bf16_bytes::of(narrow)});
+      ASSERT_EQ(outputs.size(), 1u);
+      for (size_t i = 0; i < wide.size(); ++i) {
+        const std::string where = std::string(to_bf16 ? "f32 -> bf16" : "bf16 -> f32") + " count " +
+                                  std::to_string(count) + " at " + std::to_string(i);
+        if (to_bf16) {
+          float value;
+          std::memcpy(&value, &wide[i], sizeof(value));
+          const uint16_t got = bf16_bytes::bits(outputs[0])[i];
+          if (std::isnan(value)) {
+            EXPECT_TRUE(std::isnan(from_bf16_bits(got))) << where;
+          } else if (count <= 16384 || !bf16_bytes::subnormal(value)) {
+            EXPECT_EQ(got, to_bf16_bits(value)) << where;
+          }
+        } else {
+          float got;
+          std::memcpy(&got, outputs[0].data() + 4 * i, sizeof(got));
+          const float want = from_bf16_bits(narrow[i]);
+          EXPECT_TRUE(std::memcmp(&got, &want, sizeof(got)) == 0 || (std::isnan(got) && std::isnan(want))) << where;
+        }
+      }
+    }
+  }
+}
+
 // A graph input handed on as an output (the rotary tables a decoder layer's delegate passes to the
 // next) is copied as it is, whatever its bytes.
 TEST(OpCorrectness, AnInputHandedOnAsAnOutputIsCopiedByteForByte) {

@@ -365,6 +365,51 @@ TEST(RowKernels, ActivationsOfNonFiniteAndHugeValuesAreWhatPyTorchGives) {
   }
 }
 
+// Every bf16 pattern and f32 values around each rounding tie, through each width, at every tail:
+// convert_values() and binary_values_bf16() give what the scalar conversions give, bit for bit.
+TEST(RowKernels, Bf16ConversionsAndBinariesRoundToNearestEvenAtEveryWidthAndTail) {
+  std::vector<uint16_t> narrow(65536 + 13);
+  std::vector<float> wide(narrow.size());
+  for (size_t i = 0; i < narrow.size(); ++i) {
+    narrow[i] = static_cast<uint16_t>(i);
+    const uint32_t bits =
+        (static_cast<uint32_t>(i * 40503) << 16) | (i % 3 == 0 ? 0x8000u : (i * 2654435761u) & 0xFFFFu);
+    std::memcpy(&wide[i], &bits, sizeof(bits));
+  }
+  for (const RowIsa isa : runnable_isas()) {
+    for (const size_t end : {narrow.size(), size_t{5}, size_t{21}}) {
+      const std::string where = "isa " + std::to_string(static_cast<int>(isa)) + " end " + std::to_string(end);
+      std::vector<uint16_t> to_bf16(end, 7);
+      std::vector<float> to_f32(end, 7.0f);
+      convert_values(isa, true, wide.data(), to_bf16.data(), 1, end);
+      convert_values(isa, false, narrow.data(), to_f32.data(), 1, end);
+      EXPECT_EQ(to_bf16[0], 7) << where << ": written before the range";
+      EXPECT_EQ(to_f32[0], 7.0f) << where << ": written before the range";
+      for (size_t i = 1; i < end; ++i) {
+        ASSERT_EQ(to_bf16[i], to_bf16_bits(wide[i])) << where << " at " << i;
+        const float want = from_bf16_bits(narrow[i]);
+        ASSERT_EQ(std::memcmp(&to_f32[i], &want, sizeof(want)), 0) << where << " at " << i;
+      }
+      for (const BinaryAlg alg : {BinaryAlg::Add, BinaryAlg::Sub, BinaryAlg::Mul, BinaryAlg::Div}) {
+        std::vector<uint16_t> other(end), got(end);
+        for (size_t i = 0; i < end; ++i) {
+          other[i] = static_cast<uint16_t>(i * 104729 + 5);
+        }
+        binary_values_bf16(isa, static_cast<int64_t>(alg), narrow.data(), other.data(), got.data(), end);
+        std::vector<float> x(end), y(end), z(end);
+        for (size_t i = 0; i < end; ++i) {
+          x[i] = from_bf16_bits(narrow[i]);
+          y[i] = from_bf16_bits(other[i]);
+        }
+        binary_values(alg, x.data(), y.data(), z.data(), end);
+        for (size_t i = 0; i < end; ++i) {
+          ASSERT_EQ(got[i], to_bf16_bits(z[i])) << where << " alg " << static_cast<int>(alg) << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 // weights [k][n] -> oneDNN's BA16a<W>b (W = shape.packed_width): blocks of W columns, each k rows padded
 // to a multiple of 16, the columns past n zero; with paired_rows BA16a<W>b2a: each block k / 2 rows of
 // W pairs (row 2i, row 2i + 1), k padded to a multiple of 32.
