@@ -215,8 +215,10 @@ def set_int4_products(products: str) -> None:
     widest group), where the input features are a multiple of 64 and the groups of 32, 64, 128...;
     elsewhere AMX's bf16 unit on the weights times their group scales rounded to bf16 (2^-9 of each).
     "exact" sums the int8 x int4 products in int32, as torchao's reference and the one-row (decode)
-    kernels do, at 0.3-0.5x the speed. One row at a time, and every row on CPUs without AMX, is exact
-    (README, "LLMs")."""
+    kernels do, at 0.3-0.5x the speed. One row at a time, and every row on CPUs without AMX, is exact;
+    but for one bf16 row of a weight-only (4w) layer, which "fast" runs on the int8 unit of CPUs with
+    AVX512-VNNI in two int8 slices per 32 values (each value within 2^-14 of the largest among its 32)
+    and "exact" in f32 (README, "LLMs")."""
     if products not in INT4_PRODUCTS:
         raise ValueError(f"set_int4_products expects one of {INT4_PRODUCTS}, got {products!r}")
     _set_choice("onednn_backend_set_int4_products", INT4_PRODUCTS.index(products), f"set_int4_products({products!r})")

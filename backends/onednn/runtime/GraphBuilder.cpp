@@ -442,7 +442,7 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
       to == plain_desc(to.get_dims(), to.get_data_type()) &&
       (type_pair == std::make_pair(DataType::f32, DataType::bf16) ||
        type_pair == std::make_pair(DataType::bf16, DataType::f32)) &&
-      from.get_size() <= kHostElementwiseValues * sizeof(float)) {
+      from.get_size() / memory::data_type_size(from.get_data_type()) <= kHostElementwiseValues) {
     // A type conversion of a few thousand values (a bf16 decode step's f32 results and inputs): its
     // primitive's call costs more than the values.
     HostLoop convert;
