@@ -43,10 +43,6 @@ struct SlicedRow {
   std::vector<float> results;           // the f32 kernel's results, at their columns
 };
 
-ODNN_AVX512_VNNI inline __mmask16 first_lanes(size_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
-
 // 2^exponent for exponent in f32's normal range.
 inline float power_of_two(int exponent) {
   const uint32_t bits = static_cast<uint32_t>(exponent + 127) << 23;

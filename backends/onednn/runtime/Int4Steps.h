@@ -70,6 +70,11 @@ inline const uint8_t* last_line_of(size_t k, const uint8_t* weights, size_t end)
   return weights + (bytes > 64 ? bytes - 64 : 0);
 }
 
+// The first min(count, 16) lanes of a 16-lane vector (a mask is a plain integer: no target needed).
+inline __mmask16 first_lanes(size_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
 // Each nibble of `bytes` (in its byte's low half) plus 8, in [0, 15]: the nibble masked, xor 8.
 ODNN_AVX512_VNNI inline __m512i biased_nibbles_avx512(__m512i bytes) {
   return _mm512_ternarylogic_epi32(bytes, _mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x08), 0x6A); // (a & b) ^ c

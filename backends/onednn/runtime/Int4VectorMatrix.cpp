@@ -318,8 +318,7 @@ ODNN_AVX512_VNNI void rows_avx512(
     }
     __m512 sum = _mm512_add_ps(sum0, sum1);
     for (size_t g = 0; g < groups; g += 16) {
-      const __mmask16 mask =
-          groups - g >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (groups - g)) - 1u);
+      const __mmask16 mask = first_lanes(groups - g);
       sum = _mm512_fnmadd_ps(_mm512_maskz_loadu_ps(mask, scales + g), _mm512_maskz_loadu_ps(mask, surplus + g), sum);
     }
     finish(operands, r, _mm512_reduce_add_ps(sum));
@@ -710,8 +709,7 @@ ODNN_AVX512 void prepare_float_avx512(const Int4MatrixShape& shape, const float*
 // A weight row's zero points as f32, 16 at a time.
 ODNN_AVX512 void zero_points_f32_avx512(const int8_t* zero_points, size_t groups, float* out) {
   for (size_t g = 0; g < groups; g += 16) {
-    const __mmask16 mask =
-        groups - g >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (groups - g)) - 1u);
+    const __mmask16 mask = first_lanes(groups - g);
     const __m128i bytes = _mm_maskz_loadu_epi8(mask, zero_points + g);
     _mm512_mask_storeu_ps(out + g, mask, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
   }

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "HostLoops.h"
 
@@ -63,6 +62,22 @@ ODNN_AVX512 inline void store(void* row, bool bf16, size_t at, __mmask16 mask, _
   _mm256_mask_storeu_epi16(static_cast<uint16_t*>(row) + at, mask, _mm512_cvtepi32_epi16(rounded));
 }
 
+// x op y for add, sub, mul and div: one IEEE operation a lane, for floats and vectors alike (GCC's
+// vector operators), inlined into each width's target (by reference: a vector by value would be a
+// call's ABI).
+template <BinaryAlg Alg, typename V>
+[[gnu::always_inline]] inline void combine(const V& x, const V& y, V& out) {
+  if constexpr (Alg == BinaryAlg::Add) {
+    out = x + y;
+  } else if constexpr (Alg == BinaryAlg::Sub) {
+    out = x - y;
+  } else if constexpr (Alg == BinaryAlg::Mul) {
+    out = x * y;
+  } else {
+    out = x / y;
+  }
+}
+
 ODNN_AVX512 void convert_values_avx512(bool to_bf16, const void* src, void* dst, size_t begin, size_t end) {
   for (size_t at = begin; at < end; at += kLanes) {
     const __mmask16 mask = tail_mask(end - at);
@@ -76,15 +91,7 @@ ODNN_AVX512 void binary_bf16_avx512(const uint16_t* a, const uint16_t* b, uint16
     const __mmask16 mask = tail_mask(n - at);
     const __m512 x = load(a, true, at, mask, _mm512_setzero_ps()), y = load(b, true, at, mask, _mm512_setzero_ps());
     __m512 z;
-    if constexpr (Alg == BinaryAlg::Add) {
-      z = _mm512_add_ps(x, y);
-    } else if constexpr (Alg == BinaryAlg::Sub) {
-      z = _mm512_sub_ps(x, y);
-    } else if constexpr (Alg == BinaryAlg::Mul) {
-      z = _mm512_mul_ps(x, y);
-    } else {
-      z = _mm512_div_ps(x, y);
-    }
+    combine<Alg>(x, y, z);
     store(dst, true, at, mask, z);
   }
 }
@@ -215,15 +222,7 @@ ODNN_AVX2 void binary_bf16_avx2(const uint16_t* a, const uint16_t* b, uint16_t* 
     const size_t count = std::min(kLanes2, n - at);
     const __m256 x = load8(a, true, at, count, 0.0f), y = load8(b, true, at, count, 0.0f);
     __m256 z;
-    if constexpr (Alg == BinaryAlg::Add) {
-      z = _mm256_add_ps(x, y);
-    } else if constexpr (Alg == BinaryAlg::Sub) {
-      z = _mm256_sub_ps(x, y);
-    } else if constexpr (Alg == BinaryAlg::Mul) {
-      z = _mm256_mul_ps(x, y);
-    } else {
-      z = _mm256_div_ps(x, y);
-    }
+    combine<Alg>(x, y, z);
     store8(dst, true, at, count, z);
   }
 }
@@ -532,38 +531,31 @@ void convert_values(RowIsa isa, bool to_bf16, const void* src, void* dst, size_t
   }
 }
 
-// The vector kernel of `isa` for op Alg.
 template <BinaryAlg Alg>
-void binary_bf16_vector(RowIsa isa, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
+void binary_bf16(RowIsa isa, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
   if (isa == RowIsa::avx512) {
     binary_bf16_avx512<Alg>(a, b, dst, n);
-  } else {
+  } else if (isa == RowIsa::avx2) {
     binary_bf16_avx2<Alg>(a, b, dst, n);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      float z;
+      combine<Alg>(from_bf16_bits(a[i]), from_bf16_bits(b[i]), z);
+      dst[i] = to_bf16_bits(z);
+    }
   }
 }
 
 void binary_values_bf16(RowIsa isa, int64_t alg, const uint16_t* a, const uint16_t* b, uint16_t* dst, size_t n) {
-  const auto code = static_cast<BinaryAlg>(alg);
-  if (isa != RowIsa::scalar) {
-    switch (code) {
-      case BinaryAlg::Add:
-        return binary_bf16_vector<BinaryAlg::Add>(isa, a, b, dst, n);
-      case BinaryAlg::Sub:
-        return binary_bf16_vector<BinaryAlg::Sub>(isa, a, b, dst, n);
-      case BinaryAlg::Mul:
-        return binary_bf16_vector<BinaryAlg::Mul>(isa, a, b, dst, n);
-      default:
-        return binary_bf16_vector<BinaryAlg::Div>(isa, a, b, dst, n);
-    }
-  }
-  std::vector<float> x(n), y(n), z(n);
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = from_bf16_bits(a[i]);
-    y[i] = from_bf16_bits(b[i]);
-  }
-  binary_values(code, x.data(), y.data(), z.data(), n);
-  for (size_t i = 0; i < n; ++i) {
-    dst[i] = to_bf16_bits(z[i]);
+  switch (static_cast<BinaryAlg>(alg)) {
+    case BinaryAlg::Add:
+      return binary_bf16<BinaryAlg::Add>(isa, a, b, dst, n);
+    case BinaryAlg::Sub:
+      return binary_bf16<BinaryAlg::Sub>(isa, a, b, dst, n);
+    case BinaryAlg::Mul:
+      return binary_bf16<BinaryAlg::Mul>(isa, a, b, dst, n);
+    default:
+      return binary_bf16<BinaryAlg::Div>(isa, a, b, dst, n);
   }
 }
 

@@ -523,22 +523,24 @@ TEST(OpCorrectness, BinaryBroadcastsLowerRankSecondOperand) {
   expect_close(outputs[0], expected, "a - broadcast(b)");
 }
 
+// The binaries the host computes, each with the one IEEE f32 operation it stands for.
+struct IeeeBinary {
+  BinaryAlg alg;
+  float (*op)(float, float);
+};
+const IeeeBinary kIeeeBinaries[] = {
+    {BinaryAlg::Add, [](float x, float y) { return x + y; }},
+    {BinaryAlg::Sub, [](float x, float y) { return x - y; }},
+    {BinaryAlg::Mul, [](float x, float y) { return x * y; }},
+    {BinaryAlg::Div, [](float x, float y) { return x / y; }},
+};
+
 // Up to 16384 values (a decode step's residual adds and gate products) a same-shaped f32 binary runs
 // on the host, beyond it in oneDNN: both give each value's one IEEE operation, specials included.
 TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit) {
-  struct Case {
-    BinaryAlg alg;
-    float (*op)(float, float);
-  };
-  const Case cases[] = {
-      {BinaryAlg::Add, [](float x, float y) { return x + y; }},
-      {BinaryAlg::Sub, [](float x, float y) { return x - y; }},
-      {BinaryAlg::Mul, [](float x, float y) { return x * y; }},
-      {BinaryAlg::Div, [](float x, float y) { return x / y; }},
-  };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  for (const Case& c : cases) {
+  for (const IeeeBinary& c : kIeeeBinaries) {
     for (const int64_t count : {7, 2048, 16384, 16385}) {
       auto a = random_values(static_cast<size_t>(count), 30);
       auto b = random_values(static_cast<size_t>(count), 31);
@@ -589,17 +591,7 @@ TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostL
   using executorch::backends::onednn::from_bf16_bits;
   using executorch::backends::onednn::to_bf16_bits;
   constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
-  struct Case {
-    BinaryAlg alg;
-    float (*op)(float, float);
-  };
-  const Case cases[] = {
-      {BinaryAlg::Add, [](float x, float y) { return x + y; }},
-      {BinaryAlg::Sub, [](float x, float y) { return x - y; }},
-      {BinaryAlg::Mul, [](float x, float y) { return x * y; }},
-      {BinaryAlg::Div, [](float x, float y) { return x / y; }},
-  };
-  for (const Case& c : cases) {
+  for (const IeeeBinary& c : kIeeeBinaries) {
     for (const int64_t count : {7, 2048, 16384, 16385}) {
       std::vector<uint16_t> a(static_cast<size_t>(count)), b(static_cast<size_t>(count));
       for (size_t i = 0; i < a.size(); ++i) {
