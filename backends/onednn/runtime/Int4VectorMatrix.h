@@ -3,12 +3,13 @@
 // torchao's "8da4w" linear layers on the host: int8 activations quantized per row (dynamic,
 // asymmetric) times int4 weights with grouped scales (f32 or bf16: GroupScales.h) and no zero points;
 // and its weight-only "4w" ones, f32 rows times the same weights (int4_float_vector_matrix) and bf16
-// rows on the int8 unit (int4_bf16_vector_matrix, Int4Bf16Rows.cpp), at the end. A decode step (one row) streams the
-// 4-bit weights from memory once per token; oneDNN 3.13.1 runs that shape at about 3.5 GB/s of weight bytes on one core
-// of an AVX-512 Xeon. The kernels here run at the core's memory bandwidth: one thread, n 8192, k 2048, 1 GiB of weights
-// rotated, 12-13.5 GB/s of weight bytes at group 128 and 11-12.5 at group 32 (whose f32 scales add a quarter to the
-// bytes read), on every vector path, where a plain read of memory gets 13.3-14 ("Intel(R) Xeon(R)
-// Processor" with AMX, a 2-core VM). The scalar loop: about 1 GB/s.
+// rows on the int8 unit (int4_bf16_vector_matrix, Int4Bf16Rows.cpp), at the end. A decode step (one
+// row) streams the 4-bit weights from memory once per token; oneDNN 3.13.1 runs that shape at about
+// 3.5 GB/s of weight bytes on one core of an AVX-512 Xeon. The kernels here run at the core's memory
+// bandwidth: one thread, n 8192, k 2048, 1 GiB of weights rotated, 12-13.5 GB/s of weight bytes at
+// group 128 and 11-12.5 at group 32 (whose f32 scales add a quarter to the bytes read), on every vector
+// path, where a plain read of memory gets 13.3-14 ("Intel(R) Xeon(R) Processor" with AMX, a 2-core
+// VM). The scalar loop: about 1 GB/s.
 //
 // The weights stay in torch's linear layout [n, k], two values a byte along k: byte i of a row (row
 // stride k / 2) holds k = 2i in its low nibble and k = 2i + 1 in its high nibble, each a two's
