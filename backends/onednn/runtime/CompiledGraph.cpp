@@ -371,15 +371,7 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       return Error::Ok;
     case HostLoop::Kind::Activation:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        activation_values(
-            loop.isa,
-            loop.activation,
-            loop.value,
-            loop.upper,
-            static_cast<const float*>(source),
-            static_cast<float*>(target),
-            begin,
-            end);
+        activation_values(loop.isa, loop.activation, loop.value, loop.upper, loop.bf16, source, target, begin, end);
       });
       return Error::Ok;
     case HostLoop::Kind::ArgReduce:

@@ -122,8 +122,9 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
     return;
   }
   const auto values = static_cast<size_t>(plain_desc(graph.dims(src)).get_size() / sizeof(float));
-  if (const std::optional<Activation> activation = host_activation(alg, graph.compute_type(step.outputs[0]), values)) {
-    build_host_values_loop(step, graph, activation_loop(*activation, alpha, beta));
+  const DataType type = graph.compute_type(step.outputs[0]);
+  if (const std::optional<Activation> activation = host_activation(alg, type, values)) {
+    build_host_values_loop(step, graph, activation_loop(*activation, type, alpha, beta));
     return;
   }
   const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
@@ -149,13 +150,14 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
 }
 
 namespace {
-// f32, or bf16 where the host has vector code for it (binary_values_bf16()).
-bool is_host_binary(BinaryAlg alg, const memory::desc& layout, DataType src1_type) {
+// f32, or bf16 where the host has vector code for it (binary_values_bf16()). src1 of the other type
+// is converted to `layout` first, as oneDNN's binary would take it.
+bool is_host_binary(BinaryAlg alg, const memory::desc& layout) {
   const bool exact_op =
       alg == BinaryAlg::Add || alg == BinaryAlg::Sub || alg == BinaryAlg::Mul || alg == BinaryAlg::Div;
   const DataType type = layout.get_data_type();
   const bool host_type = type == DataType::f32 || (type == DataType::bf16 && host_row_isa() != RowIsa::scalar);
-  return exact_op && host_type && src1_type == type && layout == plain_desc(layout.get_dims(), type) &&
+  return exact_op && host_type && layout == plain_desc(layout.get_dims(), type) &&
          layout.get_size() <= kHostElementwiseValues * memory::data_type_size(type);
 }
 } // namespace
@@ -177,7 +179,7 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
   const memory::desc src1_desc = src1_dims == dst ? layout : plain_desc(src1_dims, graph.compute_type(src1));
   const PostOps post_ops = read_post_ops(step, graph, 2, dst);
   const auto code = static_cast<BinaryAlg>(step.int_scalar("alg")); // a known one: `alg` looked it up
-  if (post_ops.entries.empty() && src1_dims == dst && is_host_binary(code, layout, graph.compute_type(src1))) {
+  if (post_ops.entries.empty() && src1_dims == dst && is_host_binary(code, layout)) {
     HostLoop loop;
     loop.kind = HostLoop::Kind::Binary;
     loop.binary = code;

@@ -422,11 +422,11 @@ ODNN_AVX2 inline __m256 activation8(Activation activation, __m256 alpha, __m256 
 }
 
 ODNN_AVX2 void activation_values_avx2(
-    Activation activation, float alpha, float beta, const float* src, float* dst, size_t begin, size_t end) {
+    Activation activation, float alpha, float beta, bool bf16, const void* src, void* dst, size_t begin, size_t end) {
   const __m256 a = _mm256_set1_ps(alpha), b = _mm256_set1_ps(beta);
   for (size_t at = begin; at < end; at += kLanes2) {
     const size_t count = std::min(kLanes2, end - at);
-    store8(dst, false, at, count, activation8(activation, a, b, load8(src, false, at, count, 0.0f)));
+    store8(dst, bf16, at, count, activation8(activation, a, b, load8(src, bf16, at, count, 0.0f)));
   }
 }
 
@@ -579,16 +579,22 @@ void activation_values(
     Activation activation,
     float alpha,
     float beta,
-    const float* src,
-    float* dst,
+    bool bf16,
+    const void* src,
+    void* dst,
     size_t begin,
     size_t end) {
   if (isa != RowIsa::scalar) {
-    activation_values_avx2(activation, alpha, beta, src, dst, begin, end);
+    activation_values_avx2(activation, alpha, beta, bf16, src, dst, begin, end);
     return;
   }
   for (size_t i = begin; i < end; ++i) {
-    dst[i] = activation_value(activation, alpha, beta, src[i]);
+    if (bf16) {
+      const float x = from_bf16_bits(static_cast<const uint16_t*>(src)[i]);
+      static_cast<uint16_t*>(dst)[i] = to_bf16_bits(activation_value(activation, alpha, beta, x));
+    } else {
+      static_cast<float*>(dst)[i] = activation_value(activation, alpha, beta, static_cast<const float*>(src)[i]);
+    }
   }
 }
 

@@ -91,9 +91,18 @@ enum class Activation : unsigned char {
   hardswish,   // x * hardsigmoid(x)
 };
 
-// Values [begin, end) of f32 src into dst, as PyTorch computes them at NaN and the infinities (a NaN
-// stays NaN; swish and hardswish of -inf are NaN, -inf times 0). AVX2 with FMA where `isa` has it.
+// Values [begin, end) of src into dst, f32 or bf16 in and out (`bf16`: computed in f32, rounded as
+// convert_values() rounds), as PyTorch computes them at NaN and the infinities (a NaN stays NaN; swish
+// and hardswish of -inf are NaN, -inf times 0). AVX2 with FMA where `isa` has it.
 void activation_values(
-    RowIsa isa, Activation activation, float alpha, float beta, const float* src, float* dst, size_t begin, size_t end);
+    RowIsa isa,
+    Activation activation,
+    float alpha,
+    float beta,
+    bool bf16,
+    const void* src,
+    void* dst,
+    size_t begin,
+    size_t end);
 
 } // namespace executorch::backends::onednn

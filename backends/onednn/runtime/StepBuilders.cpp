@@ -197,7 +197,8 @@ BufferId required_arg(const ArgList& args, int arg) {
 }
 
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values) {
-  if (type != DataType::f32 || values > kHostElementwiseValues || host_row_isa() == RowIsa::scalar) {
+  const bool host_type = type == DataType::f32 || type == DataType::bf16;
+  if (!host_type || values > kHostElementwiseValues || host_row_isa() == RowIsa::scalar) {
     return std::nullopt;
   }
   switch (alg) {
@@ -214,10 +215,11 @@ std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, si
   }
 }
 
-HostLoop activation_loop(Activation activation, float alpha, float beta) {
+HostLoop activation_loop(Activation activation, DataType type, float alpha, float beta) {
   HostLoop loop;
   loop.kind = HostLoop::Kind::Activation;
   loop.isa = host_row_isa();
+  loop.bf16 = type == DataType::bf16;
   loop.activation = activation;
   loop.value = alpha;
   loop.upper = beta;
@@ -235,7 +237,7 @@ void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const A
     const std::optional<Activation> activation =
         entry.binary || !unpadded ? std::nullopt : host_activation(entry.alg, dst_desc.get_data_type(), values);
     if (activation) {
-      graph.add_host_loop(activation_loop(*activation, entry.alpha, entry.beta), dst, dst);
+      graph.add_host_loop(activation_loop(*activation, dst_desc.get_data_type(), entry.alpha, entry.beta), dst, dst);
     } else if (entry.clamp) {
       HostLoop loop;
       loop.kind = HostLoop::Kind::Clamp;

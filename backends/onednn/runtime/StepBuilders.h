@@ -100,17 +100,17 @@ PostOps read_post_ops(
 // [b..., m, n] -> [1, b... * m, n]: the same plain bytes, every dim but the last folded into rows.
 memory::dims fold_into_rows(const memory::dims& dims);
 
-// Up to this many f32 values an elementwise step (a binary of same-shaped operands, the sigmoid family)
+// Up to this many values an elementwise step (a binary of same-shaped operands, the sigmoid family)
 // runs on the calling thread: oneDNN's primitive costs 5-18 us a call, more than the values (a
 // squeeze-and-excitation gate; a Llama decode step's residual adds, gate product and SiLU, 2048-14336
 // values).
 inline constexpr size_t kHostElementwiseValues = 16384;
 
 // The host kernel (RowKernels.h) for eltwise `alg` on `values` values of `type` where it beats oneDNN's
-// primitive: f32, up to kHostElementwiseValues values, the sigmoid family.
+// primitive: f32 or bf16, up to kHostElementwiseValues values, the sigmoid family.
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values);
-// Its host loop, with oneDNN's alpha and beta.
-HostLoop activation_loop(Activation activation, float alpha, float beta);
+// Its host loop on values of `type`, with oneDNN's alpha and beta.
+HostLoop activation_loop(Activation activation, DataType type, float alpha, float beta);
 
 // Whether fold_into_rows keeps `dims` (left-padded to dst's rank) a valid broadcast of folded dst:
 // its leading dims are dst's or all 1.

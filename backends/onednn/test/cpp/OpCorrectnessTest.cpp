@@ -624,6 +624,98 @@ TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostL
   }
 }
 
+// A same-shaped binary whose operands differ in type takes src1 in the result's type first, on the
+// host up to kHostElementwiseValues values as in oneDNN past them: an f32 result (the residual add of
+// an f32 stream and a bf16 layer output) is each value's one IEEE operation on the widened src1; a bf16
+// one rounds an f32 src1, operates and rounds again.
+TEST(OpCorrectness, SameShapeBinariesOfMixedTypesConvertSrc1ToTheResultsType) {
+  using executorch::backends::onednn::from_bf16_bits;
+  using executorch::backends::onednn::to_bf16_bits;
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  for (const IeeeBinary& c : kIeeeBinaries) {
+    for (const int64_t count : {7, 2048, 16384, 16385}) {
+      const auto wide = random_values(static_cast<size_t>(count), 32);
+      std::vector<uint16_t> narrow(static_cast<size_t>(count));
+      for (size_t i = 0; i < narrow.size(); ++i) {
+        narrow[i] = to_bf16_bits(wide[(i * 7) % narrow.size()] + 0.5f);
+      }
+      std::vector<uint8_t> wide_bytes(wide.size() * 4);
+      std::memcpy(wide_bytes.data(), wide.data(), wide_bytes.size());
+      for (const bool bf16_result : {false, true}) {
+        // src0 and dst in the result's type, src1 in the other.
+        const uint8_t result_type = bf16_result ? kBf16 : uint8_t{0};
+        const uint8_t other_type = bf16_result ? uint8_t{0} : kBf16;
+        Model model;
+        const uint32_t src0 = model.input({1, 1, count}, result_type);
+        const uint32_t src1 = model.input({1, 1, count}, other_type);
+        const uint32_t dst = model.value({1, 1, count}, result_type);
+        model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
+        model.output(dst, {1, 1, count});
+        const std::vector<uint8_t> narrow_bytes = bf16_bytes::of(narrow);
+        const auto outputs =
+            run_model_bytes(model, {bf16_result ? narrow_bytes : wide_bytes, bf16_result ? wide_bytes : narrow_bytes});
+        ASSERT_EQ(outputs.size(), 1u);
+        for (size_t i = 0; i < narrow.size(); ++i) {
+          const std::string where = "alg " + std::to_string(code_of(c.alg)) + " count " + std::to_string(count) +
+                                    (bf16_result ? " bf16" : " f32") + " at " + std::to_string(i);
+          if (bf16_result) {
+            const float want = c.op(from_bf16_bits(narrow[i]), from_bf16_bits(to_bf16_bits(wide[i])));
+            EXPECT_EQ(bf16_bytes::bits(outputs[0])[i], to_bf16_bits(want)) << where;
+          } else {
+            float got;
+            std::memcpy(&got, outputs[0].data() + 4 * i, sizeof(got));
+            EXPECT_EQ(got, c.op(wide[i], from_bf16_bits(narrow[i]))) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// bf16 sigmoid-family steps run on the host up to kHostElementwiseValues values (with AVX2 or
+// AVX-512), in oneDNN past them: either way within one bf16 step of the exact value.
+TEST(OpCorrectness, Bf16SigmoidFamilyIsWithinOneBf16StepOnEitherSideOfTheHostLimit) {
+  using executorch::backends::onednn::from_bf16_bits;
+  using executorch::backends::onednn::to_bf16_bits;
+  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
+  struct Case {
+    EltwiseAlg alg;
+    double alpha, beta;
+    double (*exact)(double x);
+  };
+  const Case cases[] = {
+      {EltwiseAlg::Swish, 1.0, 0, [](double x) { return x / (1 + std::exp(-x)); }},
+      {EltwiseAlg::Logistic, 0, 0, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {EltwiseAlg::Hardswish, 1.0 / 6, 0.5, [](double x) { return x * std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
+      {EltwiseAlg::Hardsigmoid, 1.0 / 6, 0.5, [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); }},
+  };
+  for (const Case& c : cases) {
+    for (const int64_t count : {7, 8192, 16384, 16385}) {
+      const auto values = random_values(static_cast<size_t>(count), 33);
+      std::vector<uint16_t> x(values.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = to_bf16_bits(12.0f * values[i]); // well past the sigmoid's bend on both sides
+      }
+      Model model;
+      const uint32_t src = model.input({1, 1, count}, kBf16);
+      const uint32_t dst = model.value({1, 1, count}, kBf16);
+      model.payload.step(
+          Kind::Eltwise, {src}, {dst}, {alg(c.alg), floats("alpha", {c.alpha}), floats("beta", {c.beta})});
+      model.output(dst, {1, 1, count});
+      const auto outputs = run_model_bytes(model, {bf16_bytes::of(x)});
+      ASSERT_EQ(outputs.size(), 1u);
+      const std::vector<uint16_t> got = bf16_bytes::bits(outputs[0]);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double want = c.exact(from_bf16_bits(x[i]));
+        // One step of bf16's 8 significant bits at |want|, and an absolute floor for results near zero.
+        const double step = std::max(std::fabs(want) / 128.0, 1e-6);
+        EXPECT_NEAR(from_bf16_bits(got[i]), want, step)
+            << "alg " << code_of(c.alg) << " count " << count << " of " << from_bf16_bits(x[i]);
+      }
+    }
+  }
+}
+
 // A reorder between types of one plain shape, up to kHostElementwiseValues values, converts on the
 // host: bf16 -> f32 exactly, f32 -> bf16 to nearest even, as PyTorch converts, and as oneDNN's reorder
 // does past the limit but for subnormals.

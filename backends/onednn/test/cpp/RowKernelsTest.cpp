@@ -327,7 +327,7 @@ TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
         for (size_t i = 0; i < count; ++i) {
           x[i] = -12.0f + 24.0f * static_cast<float>(i) / static_cast<float>(count);
         }
-        activation_values(isa, c.activation, c.alpha, c.beta, x.data(), got.data(), 0, count);
+        activation_values(isa, c.activation, c.alpha, c.beta, false, x.data(), got.data(), 0, count);
         for (size_t i = 0; i < count; ++i) {
           const double want = c.reference(c.alpha, c.beta, x[i]);
           EXPECT_NEAR(got[i], want, 2e-6 * std::max(1.0, std::fabs(want)))
@@ -353,12 +353,43 @@ TEST(RowKernels, ActivationsOfNonFiniteAndHugeValuesAreWhatPyTorchGives) {
     for (size_t a = 0; a < 4; ++a) {
       const ActivationCase& c = kActivations[a];
       std::vector<float> got(x.size(), -7.0f);
-      activation_values(isa, c.activation, c.alpha, c.beta, x.data(), got.data(), 0, x.size());
+      activation_values(isa, c.activation, c.alpha, c.beta, false, x.data(), got.data(), 0, x.size());
       for (size_t i = 0; i < x.size(); ++i) {
         if (std::isnan(want[a][i])) {
           EXPECT_TRUE(std::isnan(got[i])) << name(isa) << " " << c.label << " of " << x[i] << " = " << got[i];
         } else {
           EXPECT_EQ(got[i], want[a][i]) << name(isa) << " " << c.label << " of " << x[i];
+        }
+      }
+    }
+  }
+}
+
+// bf16 in and out (a bf16 decode step's SiLU): every bf16 pattern, at every width and tail, gives the
+// f32 kernel's result on the widened value rounded to nearest even, a NaN as a NaN.
+TEST(RowKernels, ActivationsOfBf16ValuesAreTheF32ResultsRounded) {
+  std::vector<uint16_t> x(65536 + 13);
+  std::vector<float> widened(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<uint16_t>(i * 40503);
+    widened[i] = widen(x[i]);
+  }
+  for (const RowIsa isa : runnable_isas()) {
+    for (const ActivationCase& c : kActivations) {
+      std::vector<float> wide(x.size());
+      activation_values(isa, c.activation, c.alpha, c.beta, false, widened.data(), wide.data(), 0, x.size());
+      for (const size_t end : {x.size(), size_t{5}, size_t{21}}) {
+        std::vector<uint16_t> got(end + 1, 7);
+        activation_values(isa, c.activation, c.alpha, c.beta, true, x.data(), got.data(), 1, end);
+        const std::string where = name(isa) + " " + c.label + " end " + std::to_string(end);
+        EXPECT_EQ(got[0], 7) << where << ": written before the range";
+        EXPECT_EQ(got[end], 7) << where << ": written past the range";
+        for (size_t i = 1; i < end; ++i) {
+          if (std::isnan(wide[i])) {
+            ASSERT_TRUE(std::isnan(widen(got[i]))) << where << " of " << widened[i];
+          } else {
+            ASSERT_EQ(got[i], to_bf16_bits(wide[i])) << where << " of " << widened[i];
+          }
         }
       }
     }
