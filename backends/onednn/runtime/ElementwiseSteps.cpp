@@ -186,7 +186,7 @@ void build_binary(const StepRecord& step, GraphBuilder& graph) {
     loop.bf16 = layout.get_data_type() == DataType::bf16;
     loop.isa = host_row_isa();
     const BufferId lhs = graph.input(src0, layout);
-    const BufferId rhs = graph.input(src1, layout);
+    const BufferId rhs = operand(graph, src1, src1_dims, layout); // viewed at dst's rank where it has fewer dims
     graph.add_host_loop(loop, graph.define(step.outputs[0], layout), lhs, rhs);
     return;
   }

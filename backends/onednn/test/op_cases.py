@@ -266,6 +266,10 @@ BINARY = [
         positive=True,
     ),
     OpCase("mul_into_higher_rank", fn(lambda m, a, b: a * b), ((4, 5), (1, 1, 4, 5)), ("aten::mul",)),
+    # A second operand of fewer dims and as many values (a [C] vector added to [1, 1, C]): the host
+    # loop's case, viewed at the result's rank.
+    OpCase("add_lower_rank_as_many_values", fn(lambda m, a, b: a + b), ((1, 1, 160), (160,)), ("aten::add",)),
+    OpCase("sub_lower_rank_as_many_values", fn(lambda m, a, b: a - b), ((1, 4, 5), (4, 5)), ("aten::sub",)),
     OpCase("add_broadcast_left", fn(lambda m, a, b: a + b), ((4, 1), (3, 4, 5)), ("aten::add",)),
     OpCase("add_scalar", fn(lambda m, x: x + 2.5), T2, ("aten::add",)),
     OpCase("add_scalar_left", fn(lambda m, x: 2.5 + x), T2, ("aten::add",)),

@@ -566,6 +566,28 @@ TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit
   }
 }
 
+// A second operand of fewer dims and as many values ([160] + [1, 1, 160]) is viewed at the result's
+// rank, on the host and past its limit in oneDNN alike.
+TEST(OpCorrectness, ALowerRankSecondOperandOfAsManyValuesIsViewedAtTheResultsRank) {
+  for (const IeeeBinary& c : kIeeeBinaries) {
+    for (const int64_t count : {160, 16385}) {
+      const auto a = random_values(static_cast<size_t>(count), 34);
+      const auto b = random_values(static_cast<size_t>(count), 35);
+      Model model;
+      const uint32_t src0 = model.input({1, 1, count});
+      const uint32_t src1 = model.input({count});
+      const uint32_t dst = model.value({1, 1, count});
+      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
+      model.output(dst, {1, 1, count});
+      const auto outputs = run_model(model, {a, b});
+      ASSERT_EQ(outputs.size(), 1u) << "alg " << code_of(c.alg) << " count " << count;
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(outputs[0][i], c.op(a[i], b[i])) << "alg " << code_of(c.alg) << " count " << count << " at " << i;
+      }
+    }
+  }
+}
+
 namespace bf16_bytes {
 std::vector<uint8_t> of(const std::vector<uint16_t>& bits) {
   std::vector<uint8_t> out(bits.size() * 2);
