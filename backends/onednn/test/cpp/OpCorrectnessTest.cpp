@@ -535,6 +535,21 @@ const IeeeBinary kIeeeBinaries[] = {
     {BinaryAlg::Div, [](float x, float y) { return x / y; }},
 };
 
+// One BINARY step of `op` on [1, 1, count] operands of the given dtypes (0: f32), src1 as [count]
+// where `src1_flat`.
+struct BinaryTypes {
+  uint8_t src0 = 0, src1 = 0, dst = 0;
+};
+Model binary_model(BinaryAlg op, int64_t count, BinaryTypes types = {}, bool src1_flat = false) {
+  Model model;
+  const uint32_t src0 = model.input({1, 1, count}, types.src0);
+  const uint32_t src1 = src1_flat ? model.input({count}, types.src1) : model.input({1, 1, count}, types.src1);
+  const uint32_t dst = model.value({1, 1, count}, types.dst);
+  model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(op)});
+  model.output(dst, {1, 1, count});
+  return model;
+}
+
 // Up to 16384 values (a decode step's residual adds and gate products) a same-shaped f32 binary runs
 // on the host, beyond it in oneDNN: both give each value's one IEEE operation, specials included.
 TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit) {
@@ -545,12 +560,7 @@ TEST(OpCorrectness, SameShapeBinariesGiveTheIeeeResultOnEitherSideOfTheHostLimit
       auto a = random_values(static_cast<size_t>(count), 30);
       auto b = random_values(static_cast<size_t>(count), 31);
       a[0] = nan, b[1] = inf, a[2] = -inf, b[3] = 0.0f, a[4] = -0.0f, b[5] = nan, a[6] = 1e38f, b[6] = 1e38f;
-      Model model;
-      const uint32_t src0 = model.input({1, 1, count});
-      const uint32_t src1 = model.input({1, 1, count});
-      const uint32_t dst = model.value({1, 1, count});
-      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
-      model.output(dst, {1, 1, count});
+      Model model = binary_model(c.alg, count);
       const auto outputs = run_model(model, {a, b});
       ASSERT_EQ(outputs.size(), 1u);
       for (size_t i = 0; i < a.size(); ++i) {
@@ -573,12 +583,7 @@ TEST(OpCorrectness, ALowerRankSecondOperandOfAsManyValuesIsViewedAtTheResultsRan
     for (const int64_t count : {160, 16385}) {
       const auto a = random_values(static_cast<size_t>(count), 34);
       const auto b = random_values(static_cast<size_t>(count), 35);
-      Model model;
-      const uint32_t src0 = model.input({1, 1, count});
-      const uint32_t src1 = model.input({count});
-      const uint32_t dst = model.value({1, 1, count});
-      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
-      model.output(dst, {1, 1, count});
+      Model model = binary_model(c.alg, count, {}, true);
       const auto outputs = run_model(model, {a, b});
       ASSERT_EQ(outputs.size(), 1u) << "alg " << code_of(c.alg) << " count " << count;
       for (size_t i = 0; i < a.size(); ++i) {
@@ -587,6 +592,10 @@ TEST(OpCorrectness, ALowerRankSecondOperandOfAsManyValuesIsViewedAtTheResultsRan
     }
   }
 }
+
+using executorch::backends::onednn::from_bf16_bits;
+using executorch::backends::onednn::to_bf16_bits;
+constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
 
 namespace bf16_bytes {
 std::vector<uint8_t> of(const std::vector<uint16_t>& bits) {
@@ -610,9 +619,6 @@ bool subnormal(float value) {
 // AVX2 or AVX-512): each value widened, the one f32 operation, rounded to nearest even, as PyTorch
 // computes them, and as oneDNN's primitive does past the limit but for subnormals.
 TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostLimit) {
-  using executorch::backends::onednn::from_bf16_bits;
-  using executorch::backends::onednn::to_bf16_bits;
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   for (const IeeeBinary& c : kIeeeBinaries) {
     for (const int64_t count : {7, 2048, 16384, 16385}) {
       std::vector<uint16_t> a(static_cast<size_t>(count)), b(static_cast<size_t>(count));
@@ -620,12 +626,7 @@ TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostL
         a[i] = static_cast<uint16_t>(i * 7919 + 13); // every pattern: NaNs, infinities, subnormals
         b[i] = static_cast<uint16_t>(i * 104729 + 5);
       }
-      Model model;
-      const uint32_t src0 = model.input({1, 1, count}, kBf16);
-      const uint32_t src1 = model.input({1, 1, count}, kBf16);
-      const uint32_t dst = model.value({1, 1, count}, kBf16);
-      model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
-      model.output(dst, {1, 1, count});
+      Model model = binary_model(c.alg, count, {kBf16, kBf16, kBf16});
       const auto outputs = run_model_bytes(model, {bf16_bytes::of(a), bf16_bytes::of(b)});
       ASSERT_EQ(outputs.size(), 1u);
       const std::vector<uint16_t> got = bf16_bytes::bits(outputs[0]);
@@ -651,9 +652,6 @@ TEST(OpCorrectness, SameShapeBf16BinariesRoundTheF32ResultOnEitherSideOfTheHostL
 // an f32 stream and a bf16 layer output) is each value's one IEEE operation on the widened src1; a bf16
 // one rounds an f32 src1, operates and rounds again.
 TEST(OpCorrectness, SameShapeBinariesOfMixedTypesConvertSrc1ToTheResultsType) {
-  using executorch::backends::onednn::from_bf16_bits;
-  using executorch::backends::onednn::to_bf16_bits;
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   for (const IeeeBinary& c : kIeeeBinaries) {
     for (const int64_t count : {7, 2048, 16384, 16385}) {
       const auto wide = random_values(static_cast<size_t>(count), 32);
@@ -667,12 +665,7 @@ TEST(OpCorrectness, SameShapeBinariesOfMixedTypesConvertSrc1ToTheResultsType) {
         // src0 and dst in the result's type, src1 in the other.
         const uint8_t result_type = bf16_result ? kBf16 : uint8_t{0};
         const uint8_t other_type = bf16_result ? uint8_t{0} : kBf16;
-        Model model;
-        const uint32_t src0 = model.input({1, 1, count}, result_type);
-        const uint32_t src1 = model.input({1, 1, count}, other_type);
-        const uint32_t dst = model.value({1, 1, count}, result_type);
-        model.payload.step(Kind::Binary, {src0, src1}, {dst}, {alg(c.alg)});
-        model.output(dst, {1, 1, count});
+        Model model = binary_model(c.alg, count, {result_type, other_type, result_type});
         const std::vector<uint8_t> narrow_bytes = bf16_bytes::of(narrow);
         const auto outputs =
             run_model_bytes(model, {bf16_result ? narrow_bytes : wide_bytes, bf16_result ? wide_bytes : narrow_bytes});
@@ -697,9 +690,6 @@ TEST(OpCorrectness, SameShapeBinariesOfMixedTypesConvertSrc1ToTheResultsType) {
 // bf16 sigmoid-family steps run on the host up to kHostElementwiseValues values (with AVX2 or
 // AVX-512), in oneDNN past them: either way within one bf16 step of the exact value.
 TEST(OpCorrectness, Bf16SigmoidFamilyIsWithinOneBf16StepOnEitherSideOfTheHostLimit) {
-  using executorch::backends::onednn::from_bf16_bits;
-  using executorch::backends::onednn::to_bf16_bits;
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   struct Case {
     EltwiseAlg alg;
     double alpha, beta;
@@ -742,9 +732,6 @@ TEST(OpCorrectness, Bf16SigmoidFamilyIsWithinOneBf16StepOnEitherSideOfTheHostLim
 // host: bf16 -> f32 exactly, f32 -> bf16 to nearest even, as PyTorch converts, and as oneDNN's reorder
 // does past the limit but for subnormals.
 TEST(OpCorrectness, TypeConversionsRoundToNearestEvenOnEitherSideOfTheHostLimit) {
-  using executorch::backends::onednn::from_bf16_bits;
-  using executorch::backends::onednn::to_bf16_bits;
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   for (const int64_t count : {7, 2048, 16384, 16385}) {
     std::vector<uint32_t> wide(static_cast<size_t>(count));
     std::vector<uint16_t> narrow(static_cast<size_t>(count));
@@ -789,7 +776,6 @@ TEST(OpCorrectness, TypeConversionsRoundToNearestEvenOnEitherSideOfTheHostLimit)
 // A graph input handed on as an output (the rotary tables a decoder layer's delegate passes to the
 // next) is copied as it is, whatever its bytes.
 TEST(OpCorrectness, AnInputHandedOnAsAnOutputIsCopiedByteForByte) {
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   for (const uint8_t dtype : {uint8_t{0}, kBf16}) {
     const size_t bytes_per_value = dtype == kBf16 ? 2 : 4;
     std::vector<uint8_t> x(5 * 32 * bytes_per_value);
@@ -1059,7 +1045,6 @@ TEST(OpCorrectness, Bf16RotaryRoundsTheF32ResultOnce) {
   }
   const auto cos = random_values(element_count(table_dims), 65);
   const auto sin = random_values(element_count(table_dims), 66);
-  constexpr auto kBf16 = static_cast<uint8_t>(executorch::backends::onednn::DType::BF16);
   Model model;
   const uint32_t src = model.input(dims, kBf16);
   const uint32_t cos_table = model.input(table_dims);
