@@ -127,7 +127,7 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
     build_host_values_loop(step, graph, activation_loop(*activation, type, alpha, beta));
     return;
   }
-  const memory::desc layout = graph.desc_as(src, graph.compute_type(step.outputs[0]));
+  const memory::desc layout = graph.desc_as(src, type);
   const dnnl::eltwise_forward::primitive_desc pd(
       graph.engine(), prop_kind::forward_inference, alg, layout, layout, alpha, beta, GraphBuilder::default_attr());
   const BufferId source = graph.input(src, layout);
