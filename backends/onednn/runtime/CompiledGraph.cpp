@@ -486,7 +486,9 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       std::memcpy(target, source, loop.extent);
       return Error::Ok;
     case HostLoop::Kind::Convert:
-      convert_values(loop.isa, loop.bf16, source, target, 0, step.host_dst_count);
+      parallel_chunks(step.host_dst_count, kHostElementwiseValues, [&](size_t begin, size_t end) {
+        convert_values(loop.isa, loop.bf16, source, target, begin, end);
+      });
       return Error::Ok;
     case HostLoop::Kind::Interleave: {
       std::vector<const uint8_t*> pieces{static_cast<const uint8_t*>(source), static_cast<const uint8_t*>(aux)};

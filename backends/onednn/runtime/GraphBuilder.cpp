@@ -442,9 +442,11 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
       to == plain_desc(to.get_dims(), to.get_data_type()) &&
       (type_pair == std::make_pair(DataType::f32, DataType::bf16) ||
        type_pair == std::make_pair(DataType::bf16, DataType::f32)) &&
-      from.get_size() / memory::data_type_size(from.get_data_type()) <= kHostElementwiseValues) {
+      (from.get_size() / memory::data_type_size(from.get_data_type()) <= kHostElementwiseValues ||
+       !has_bf16_instructions())) {
     // A type conversion of a few thousand values (a bf16 decode step's f32 results and inputs): its
-    // primitive's call costs more than the values.
+    // primitive's call costs more than the values. Without bf16 instructions, of any size: oneDNN
+    // 3.13.1's AVX2 conversions turn -0 into +0 (measured on a Zen 3), the host keeps it.
     HostLoop convert;
     convert.kind = HostLoop::Kind::Convert;
     convert.bf16 = to.get_data_type() == DataType::bf16;
