@@ -74,6 +74,26 @@ bool is_contiguous_default_order(const Tensor& tensor) {
   return runtime::tensor_is_default_dim_order(tensor) && runtime::tensor_is_contiguous(tensor);
 }
 
+// Tasks in row-major order (a chunk is consecutive blocks of one tile of rows, then of the next), each
+// chunk at least kProductsPerChunk products (a few microseconds) unless the whole has fewer.
+void run_exact_int8_matmul(const ExactInt8MatmulShape& shape, const ExactInt8MatmulOperands& operands) {
+  constexpr size_t kProductsPerChunk = size_t{1} << 20;
+  const size_t blocks = (shape.n + kExactInt8Columns - 1) / kExactInt8Columns;
+  const size_t row_tiles = (shape.rows + kExactInt8TileRows - 1) / kExactInt8TileRows;
+  const size_t task_products = kExactInt8TileRows * kExactInt8Columns * std::max<size_t>(1, shape.k);
+  parallel_chunks(
+      row_tiles * blocks, std::max<size_t>(1, kProductsPerChunk / task_products), [&](size_t begin, size_t end) {
+        for (size_t task = begin; task < end;) {
+          const size_t row_tile = task / blocks, first = task % blocks;
+          const size_t last = std::min(blocks, first + (end - task));
+          const size_t row_begin = row_tile * kExactInt8TileRows;
+          exact_int8_matmul(
+              shape, operands, {row_begin, std::min(shape.rows, row_begin + kExactInt8TileRows), first, last});
+          task += last - first;
+        }
+      });
+}
+
 } // namespace
 
 // A CPU without bf16 instructions lacks some of oneDNN's bf16 kernels (convolutions, on AVX2): such a
@@ -453,6 +473,17 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
       split_rows(shape.blocks(), shape.k * kVectorMatrixBlock, [&](size_t begin, size_t end) {
         vector_times_matrix(shape, operands, begin, end);
       });
+      return Error::Ok;
+    }
+    case HostLoop::Kind::ExactInt8Matmul: {
+      const auto handle = [&](size_t i) { return step.host_sources[i].get_data_handle(); };
+      ExactInt8MatmulOperands operands;
+      operands.src = static_cast<const uint8_t*>(source);
+      operands.weights = static_cast<const int8_t*>(aux);
+      operands.scales = static_cast<const float*>(handle(0));
+      operands.bias = step.host_sources.size() > 1 ? static_cast<const float*>(handle(1)) : nullptr;
+      operands.dst = static_cast<float*>(target);
+      run_exact_int8_matmul(loop.exact_int8, operands);
       return Error::Ok;
     }
     case HostLoop::Kind::QuantizeRowsAffine:

@@ -15,6 +15,7 @@
 
 #include "Bf16.h"
 #include "CachedAttention.h"
+#include "ExactInt8Matmul.h"
 #include "IndexKernels.h"
 #include "Int4VectorMatrix.h"
 #include "NanKernels.h"
@@ -96,6 +97,10 @@ struct HostLoop {
     // dst = src in the other of f32 and bf16 (`bf16`: dst is bf16), convert_values(): a small reorder
     // between plain layouts that differ in type only (a bf16 decode step's f32 results and inputs).
     Convert,
+    // dst (f32) = the int8 rows in src times the packed int8 weights in aux through exact 16-bit
+    // products (ExactInt8Matmul.h), the first more source the scales per column, the second the bias
+    // when given.
+    ExactInt8Matmul,
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
@@ -138,6 +143,7 @@ struct HostLoop {
   bool int4_bf16_scales = false;         // Int4VectorMatrix, Int4FloatVectorMatrix, WidenedInt4Matmul
   CachedAttentionShape cached_attention; // CachedAttention
   RotaryRows rotary;                     // Rotary
+  ExactInt8MatmulShape exact_int8;       // ExactInt8Matmul
   std::shared_ptr<const WidenedInt4Primitives> widened_primitives; // WidenedInt4Matmul
 };
 

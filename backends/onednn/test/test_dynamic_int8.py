@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from executorch.backends.onednn import OneDnnPartitioner
+from executorch.backends.onednn import OneDnnPartitioner, int8_products_exact
 from executorch.backends.onednn._passes import fuse_post_ops, passes_for, quantize_matmuls_dynamically, run_passes
 from executorch.backends.onednn._passes.quantize_matmuls_dynamically import quantize_per_column
 from executorch.backends.onednn.cli.zoo import MODELS
@@ -112,8 +112,9 @@ class LinearGeluResidual(nn.Module):
 
 def test_int8_is_exact_also_where_int8_products_would_saturate() -> None:
     """Without VNNI, oneDNN's int8 kernels add pairs of products in 16 bits and saturate (a row 30% off
-    was measured on an AVX2 CPU): there the runtime computes the int8 step in f32 on the dequantized
-    operands. Rows of very different magnitudes give every row values near +-127."""
+    was measured on an AVX2 CPU): there the runtime widens both operands to 16 bits and adds pairs of
+    products in 32 (runtime/ExactInt8Matmul.h). Rows of very different magnitudes give every row values
+    near +-127."""
     layer = nn.Linear(48, 40)
     x = torch.randn(3, 48) * torch.tensor([[1.0], [1000.0], [0.01]])
     (out,) = execute(lower(layer, (x,), dynamic()).buffer, (x,))
@@ -137,13 +138,14 @@ def test_linear_matches_the_scheme_exactly() -> None:
 def test_int8_matmul_runs_an_optimized_kernel(shape: tuple[int, ...]) -> None:
     """oneDNN's int8 matmul takes the per-row scale post-op only in a [1, M, N] problem and otherwise
     falls back to its reference kernel (1000x slower): the runtime folds the batch dims into the rows.
-    Without VNNI the f32 matmul that replaces it has no AVX2 kernel for the row scales with the bias:
-    the post-ops then run after the product."""
+    Without VNNI the product runs on the host (exact 16-bit products, AVX2) and no matmul primitive at
+    all; the row scales and the bias after it, in no reference kernel either."""
     layer, x = nn.Linear(48, 40), torch.randn(shape)
     lowered = lower(layer, (x,), dynamic())
     outputs, trace = execute_traced(lowered.buffer, (x,))
     matmuls = [record for record in trace if record.primitive == "matmul"]
-    assert len(matmuls) == 1 and not matmuls[0].implementation.startswith("ref"), describe(trace)
+    assert len(matmuls) == (1 if int8_products_exact() else 0), describe(trace)
+    assert not any(record.implementation.startswith("ref") for record in trace), describe(trace)
     assert mismatch("linear", outputs, [emulated_linear(x, layer)], 1e-5) is None
 
 
