@@ -10,6 +10,7 @@ load+init time). Runtimes are imported inside these functions, so a worker only 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import os
@@ -88,6 +89,27 @@ def _export_pte(partitioners: Callable[[], list[Any]]) -> Callable[[nn.Module, I
         return {"delegate_calls": calls}
 
     return export
+
+
+# --- a model already in bf16 (model.to(torch.bfloat16), as LLM checkpoints ship), bf16 inputs and outputs ------
+def _in_bf16(inputs: Inputs) -> Inputs:
+    return tuple(x.to(torch.bfloat16) if x.is_floating_point() else x for x in inputs)
+
+
+def _export_bf16_model(partitioners: Callable[[], list[Any]]) -> Callable[[nn.Module, Inputs, Path], dict[str, Any]]:
+    def export(model: nn.Module, inputs: Inputs, path: Path) -> dict[str, Any]:
+        return _export_pte(partitioners)(copy.deepcopy(model).to(torch.bfloat16), _in_bf16(inputs), path)
+
+    return export
+
+
+def _load_bf16_model(path: Path, inputs: Inputs, threads: int) -> RunFn:
+    run_bf16 = _load_pte(path, _in_bf16(inputs), threads)
+
+    def run() -> list[torch.Tensor]:
+        return [out.float() for out in run_bf16()]  # compared with the fp32 reference
+
+    return run
 
 
 # --- static int8 (PT2E): each delegate's own quantizer, calibrated on the same generated batches ----------
@@ -275,6 +297,12 @@ FLOWS: dict[str, Flow] = {
         Flow(
             "onednn-bf16", "ExecuTorch + oneDNN, precision=bf16 (ours)", ".pte", _export_pte(_onednn_bf16),
             _setup_executorch("executorch.backends.onednn"), _load_pte,
+        ),
+        # The model itself in bf16: the comparison is our fp32 flow (on CPUs without bf16 instructions
+        # the delegate keeps its values in f32 between steps).
+        Flow(
+            "onednn-bf16-model", "ExecuTorch + oneDNN, the model in bf16 (ours)", ".pte", _export_bf16_model(_onednn),
+            _setup_executorch("executorch.backends.onednn"), _load_bf16_model,
         ),
         Flow(
             "onnxruntime", "ONNX Runtime (CPU EP)", ".onnx", _export_onnx, _setup_onnxruntime, _load_onnxruntime

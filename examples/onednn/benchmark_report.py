@@ -99,11 +99,13 @@ def _speed(peer_ms: float | None, ours_ms: float | None) -> float | None:
 def targets_table(results: Results) -> list[str]:
     """The issues' comparisons: fp32 against the faster of XNNPACK and ONNX Runtime; bf16 (precision="bf16")
     against OpenVINO (bf16 on such CPUs) and against XNNPACK fp32, with the bf16 error against fp32; static
-    int8 against XNNPACK's int8; dynamic int8 linears against XNNPACK's dynamic int8."""
+    int8 against XNNPACK's int8; dynamic int8 linears against XNNPACK's dynamic int8; the model in bf16 against
+    our fp32 flow."""
     header = ["model", "fp32: ours vs best of XNNPACK/ORT", "bf16: ours vs OpenVINO", "bf16: ours vs XNNPACK fp32",
-              "bf16 max rel. error", "int8: ours vs XNNPACK int8", "dynamic int8: ours vs XNNPACK"]  # fmt: skip
+              "bf16 max rel. error", "int8: ours vs XNNPACK int8", "dynamic int8: ours vs XNNPACK",
+              "bf16 model: vs our fp32"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    columns: list[list[float]] = [[], [], [], [], []]
+    columns: list[list[float]] = [[], [], [], [], [], []]
     for model in results["models"].values():
         peers = [ms for ms in (_median(model, "xnnpack"), _median(model, "onnxruntime")) if ms]
         speeds = [
@@ -112,6 +114,7 @@ def targets_table(results: Results) -> list[str]:
             _speed(_median(model, "xnnpack"), _median(model, "onednn-bf16")),
             _speed(_median(model, "xnnpack-int8"), _median(model, "onednn-int8")),
             _speed(_median(model, "xnnpack-dyn-int8"), _median(model, "onednn-dyn-int8")),
+            _speed(_median(model, "onednn"), _median(model, "onednn-bf16-model")),
         ]
         for column, speed in zip(columns, speeds):
             if speed:

@@ -63,6 +63,27 @@ def test_a_run_that_fails_is_reported(tmp_path: Path) -> None:
     assert "Error" in entry["reason"]
 
 
+def test_the_bf16_model_flow_runs_a_bf16_copy_and_measures_its_error_against_fp32(tmp_path: Path) -> None:
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).eval()
+    inputs = (torch.randn(4, 16),)
+    torch.save(inputs, tmp_path / "inputs.pt")
+    with torch.no_grad():
+        torch.save([model(*inputs)], tmp_path / "reference.pt")
+    flow = FLOWS["onednn-bf16-model"]
+    facts = flow.export(model, inputs, tmp_path / f"{flow.name}{flow.suffix}")
+    assert next(model.parameters()).dtype == torch.float32, "the suite's other flows get the fp32 model"
+    settings = Settings(threads=1, runs=2, warmup=1, budget_s=1.0, slow_runs=1, slow_budget_s=1.0, timeout_s=120.0)
+
+    entry = run_flow(flow, {"status": "ok", **facts}, tmp_path, settings, RunForker(settings))
+
+    assert entry["status"] == "ok", entry.get("reason")
+    assert entry["delegate_calls"] == 1
+    assert 0 < entry["max_rel_error"] <= 2e-2  # bf16's rounding, measured against the fp32 reference
+
+
 def test_llm_benchmark_compares_each_prompt_with_the_logits_of_its_last_token() -> None:
     """llm_benchmark's errors: a prompt of L tokens against the reference at position L - 1, the
     teacher-forced steps position by position over the first sequence."""
