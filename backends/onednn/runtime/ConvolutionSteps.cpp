@@ -74,66 +74,10 @@ BufferId dequantized_weights(
   return graph.scaled_constant(value, view, wanted, scales.args.front().buffer, mask);
 }
 
-// Without VNNI an int8 matmul with one constant weight matrix, and an int8 1x1 convolution of stride 1
-// on a channels-last src, run on the host in exact 16-bit products (ExactInt8Matmul.h) where the CPU has
-// AVX2, faster than the dequantized f32 computation that takes the other int8 steps. The f32 result
-// gets the step's post-ops in place, then is quantized when the step's output is int8.
-bool exact_int8_result_ok(GraphBuilder& graph, uint32_t output) {
-  return is_int8(graph.data_type(output)) || graph.compute_type(output) == DataType::f32;
-}
-
-// `src`: the int8 rows [rows, K]; `weights`: the constant's [K, N] view; `result`: the f32 result's
-// layout (rows of N in memory); `post_op_view`: how the post-ops see it (`result` when empty: a matmul
-// whose row operands fold its batch into rows sees [1, rows, N]); `int8_output`: the layout of the
-// step's output when it is int8.
-void add_exact_int8_product(
-    const StepRecord& step,
-    GraphBuilder& graph,
-    BufferId src,
-    const memory::desc& weights,
-    const memory::desc& result,
-    const memory::desc& post_op_view,
-    BufferId bias,
-    const PostOps& post_ops,
-    const Quantization& quantization,
-    const memory::desc& int8_output) {
-  const uint32_t output = step.outputs[0];
-  const int64_t k = weights.get_dims()[0], n = weights.get_dims()[1];
-  HostLoop loop;
-  loop.kind = HostLoop::Kind::ExactInt8Matmul;
-  ExactInt8MatmulShape& shape = loop.exact_int8;
-  shape.k = static_cast<size_t>(k);
-  shape.n = static_cast<size_t>(n);
-  shape.rows = result.get_size() / sizeof(float) / shape.n;
-  shape.src_signed = graph.data_type(step.inputs[0]) == DataType::s8;
-  shape.src_zero_point = step.has("src_zero_point") ? static_cast<int32_t>(step.int_scalar("src_zero_point")) : 0;
-  const float src_scale = step.has("src_scale") ? static_cast<float>(step.floats("src_scale", 1)[0]) : 1.0f;
-  std::vector<float> scales(shape.n, src_scale);
-  if (step.has("weight_scales")) {
-    const std::vector<double> weight_scales = step.floats("weight_scales", shape.n);
-    for (size_t c = 0; c < shape.n; ++c) {
-      scales[c] *= static_cast<float>(weight_scales[c]);
-    }
-  }
-  std::vector<BufferId> sources{graph.owned_constant(plain_desc({n}, DataType::f32), scales.data())};
-  if (bias != kNoBuffer) {
-    sources.push_back(bias);
-  }
-  const BufferId packed =
-      graph.input_view(step.inputs[1], weights, memory::desc({k, n}, DataType::s8, memory::format_tag::BA16a16b2a));
-  const bool quantizes_result = is_int8(graph.data_type(output));
-  const BufferId product = quantizes_result ? graph.scratch(result) : graph.define(output, result);
-  graph.add_host_loop(loop, product, src, packed, sources);
-  const BufferId seen = post_op_view.is_zero() ? product : graph.alias(product, post_op_view);
-  ArgList args{{DNNL_ARG_DST, seen}};
-  add_host_post_op_args(post_ops, graph.buffer_desc(seen), graph, args);
-  add_post_ops_in_place(graph, post_ops, args);
-  if (quantizes_result) {
-    add_quantizing_reorder(graph, product, graph.define(output, int8_output), quantization.of(DNNL_ARG_DST));
-  }
-}
-
-// The matmul's `a_dims` and `dst` unfolded; `b_view` its weights' logical [K, N] (or [1, K, N]).
+// Without VNNI an int8 matmul with one constant weight matrix (a linear layer, static or dynamic int8)
+// runs on the host in exact 16-bit products (ExactInt8Matmul.h) where the CPU has AVX2, faster than the
+// dequantized f32 computation that takes the other int8 steps. `a_dims` and `dst` unfolded; `b_view`
+// the weights' logical [K, N] (or [1, K, N]).
 bool matmul_runs_exact_int8(
     GraphBuilder& graph,
     const StepRecord& step,
@@ -141,12 +85,14 @@ bool matmul_runs_exact_int8(
     const memory::dims& dst,
     bool one_weight_matrix,
     bool bias_per_column) {
-  return host_row_isa() != RowIsa::scalar && one_weight_matrix && bias_per_column &&
-         exact_int8_result_ok(graph, step.outputs[0]) && graph.is_constant(step.inputs[1]) &&
-         a_dims.back() <= static_cast<int64_t>(kExactInt8MaxDepth) &&
+  const uint32_t output = step.outputs[0];
+  const bool result_ok = is_int8(graph.data_type(output)) || graph.compute_type(output) == DataType::f32;
+  return host_row_isa() != RowIsa::scalar && one_weight_matrix && bias_per_column && result_ok &&
+         graph.is_constant(step.inputs[1]) && a_dims.back() <= static_cast<int64_t>(kExactInt8MaxDepth) &&
          std::equal(a_dims.begin(), a_dims.end() - 2, dst.begin());
 }
 
+// The f32 product gets the step's post-ops in place, then is quantized when the step's output is int8.
 // oneDNN's AVX2 binary runs a row operand [.., M, 1] of a 3-D or 4-D dst in its reference kernel: the
 // post-ops of a matmul whose batch folds into its rows (fold_batch_into_rows) see [1, rows, N].
 void add_exact_int8_matmul(
@@ -157,30 +103,48 @@ void add_exact_int8_matmul(
     const memory::dims& dst,
     bool fold_rows,
     const Quantization& quantization) {
+  const uint32_t a = step.inputs[0], output = step.outputs[0];
   const memory::dims& b_dims = b_view.get_dims();
   const memory::dims b_strides = b_view.get_strides();
   const size_t rank = b_dims.size();
-  const memory::desc matrix(
-      {b_dims[rank - 2], b_dims[rank - 1]}, DataType::s8, {b_strides[rank - 2], b_strides[rank - 1]});
-  const uint32_t a = step.inputs[0];
-  const BufferId src = operand(graph, a, a_dims, plain_desc(a_dims, graph.data_type(a)));
-  BufferId bias = kNoBuffer;
+  const int64_t k = b_dims[rank - 2], n = b_dims[rank - 1];
+  const memory::desc matrix({k, n}, DataType::s8, {b_strides[rank - 2], b_strides[rank - 1]});
+  HostLoop loop;
+  loop.kind = HostLoop::Kind::ExactInt8Matmul;
+  ExactInt8MatmulShape& shape = loop.exact_int8;
+  shape.k = static_cast<size_t>(k);
+  shape.n = static_cast<size_t>(n);
+  shape.rows = static_cast<size_t>(std::accumulate(dst.begin(), dst.end() - 1, int64_t{1}, std::multiplies<>()));
+  shape.src_signed = graph.data_type(a) == DataType::s8;
+  shape.src_zero_point = step.has("src_zero_point") ? static_cast<int32_t>(step.int_scalar("src_zero_point")) : 0;
+  const float src_scale = step.has("src_scale") ? static_cast<float>(step.floats("src_scale", 1)[0]) : 1.0f;
+  std::vector<float> scales(shape.n, src_scale);
+  if (step.has("weight_scales")) {
+    const std::vector<double> weight_scales = step.floats("weight_scales", shape.n);
+    for (size_t c = 0; c < shape.n; ++c) {
+      scales[c] *= static_cast<float>(weight_scales[c]);
+    }
+  }
+  std::vector<BufferId> sources{graph.owned_constant(plain_desc({n}, DataType::f32), scales.data())};
   if (step.has_input(2)) {
     const memory::dims bias_dims = left_pad(graph.dims(step.inputs[2]), dst.size());
-    bias = operand(graph, step.inputs[2], bias_dims, plain_desc(bias_dims, DataType::f32));
+    sources.push_back(operand(graph, step.inputs[2], bias_dims, plain_desc(bias_dims, DataType::f32)));
   }
+  const BufferId src = operand(graph, a, a_dims, plain_desc(a_dims, graph.data_type(a)));
+  const BufferId packed =
+      graph.input_view(step.inputs[1], matrix, memory::desc({k, n}, DataType::s8, memory::format_tag::BA16a16b2a));
+  const memory::desc result = plain_desc(dst, DataType::f32);
+  const bool quantizes_result = is_int8(graph.data_type(output));
+  const BufferId product = quantizes_result ? graph.scratch(result) : graph.define(output, result);
+  graph.add_host_loop(loop, product, src, packed, sources);
+  const BufferId seen = fold_rows ? graph.alias(product, plain_desc(fold_into_rows(dst), DataType::f32)) : product;
   const PostOps post_ops = read_post_ops(step, graph, 3, dst, fold_rows);
-  add_exact_int8_product(
-      step,
-      graph,
-      src,
-      matrix,
-      plain_desc(dst, DataType::f32),
-      fold_rows ? plain_desc(fold_into_rows(dst), DataType::f32) : memory::desc(),
-      bias,
-      post_ops,
-      quantization,
-      graph.plain(step.outputs[0]));
+  ArgList args{{DNNL_ARG_DST, seen}};
+  add_plain_post_op_args(post_ops, graph, args);
+  add_post_ops_in_place(graph, post_ops, args);
+  if (quantizes_result) {
+    add_quantizing_reorder(graph, product, graph.define(output, graph.plain(output)), quantization.of(DNNL_ARG_DST));
+  }
 }
 
 struct ConvolutionShape {
@@ -474,7 +438,7 @@ void add_vector_matrix_steps(
   const BufferId result = graph.define(step.outputs[0], plain_desc(dst, result_type));
   graph.add_host_loop(loop, result, row, weights, bias == kNoBuffer ? std::vector<BufferId>{} : std::vector{bias});
   ArgList args{{DNNL_ARG_DST, result}};
-  add_host_post_op_args(post_ops, graph.buffer_desc(result), graph, args);
+  add_plain_post_op_args(post_ops, graph, args);
   add_post_ops_in_place(graph, post_ops, args);
 }
 
@@ -489,21 +453,6 @@ bool is_pixel_times_matrix(
     single_pixel = single_pixel && shape.src[d] == 1 && shape.dst[d] == 1 && shape.weights[d] == 1;
   }
   return single_pixel && runs_row_times_matrix(graph, type, step.inputs[1], step.outputs[0], quantized);
-}
-
-// A 1x1 int8 convolution of stride 1 without padding in one group whose src is channels-last (as
-// emulated int8 steps write theirs): its pixels are the rows of an exact int8 product.
-bool convolution_runs_exact_int8(const StepRecord& step, GraphBuilder& graph, const ConvolutionShape& shape) {
-  bool pointwise = step.int_scalar("groups") == 1;
-  for (size_t d = 2; d < shape.src.size(); ++d) {
-    const size_t i = d - 2;
-    pointwise = pointwise && shape.weights[d] == 1 && shape.strides[i] == 1 && shape.padding_l[i] == 0 &&
-                shape.padding_r[i] == 0;
-  }
-  const uint32_t src = step.inputs[0];
-  return pointwise && host_row_isa() != RowIsa::scalar && exact_int8_result_ok(graph, step.outputs[0]) &&
-         graph.is_constant(step.inputs[1]) && shape.src[1] <= static_cast<int64_t>(kExactInt8MaxDepth) &&
-         graph.desc(src) == channels_last_desc(shape.src, graph.data_type(src));
 }
 
 void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool transposed) {
@@ -526,23 +475,6 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const int weights_mask = groups > 1 ? 0b11 : 0b1;
   const Quantization quantization = read_quantization(step, graph, weights_mask, shape.channels_out);
   const bool emulated = emulates_int8(graph, step.inputs[0]);
-  if (emulated && !transposed && convolution_runs_exact_int8(step, graph, shape)) {
-    const int64_t channels_in = shape.src[1], channels_out = shape.dst[1];
-    const memory::desc weights({channels_in, channels_out}, DataType::s8, {1, channels_in}); // of [OC, IC, 1...]
-    const BufferId bias = has_bias ? graph.input(step.inputs[2], bias_desc) : kNoBuffer;
-    add_exact_int8_product(
-        step,
-        graph,
-        graph.buffer(step.inputs[0]),
-        weights,
-        channels_last_desc(shape.dst),
-        memory::desc(),
-        bias,
-        post_ops,
-        quantization,
-        int8_result_desc(graph, step.outputs[0]));
-    return;
-  }
   if (!transposed && is_pixel_times_matrix(step, graph, shape, type, emulated || !quantization.empty())) {
     const int64_t channels_in = shape.src[1], channels_out = shape.dst[1];
     const memory::desc weights_view =

@@ -63,8 +63,8 @@ void exact_int8_matmul(
     const ExactInt8MatmulShape& shape, const ExactInt8MatmulOperands& operands, const ExactInt8Tile& tile);
 
 // Rows a task of the threads takes (CompiledGraph.cpp): tiles of this many rows by consecutive blocks,
-// so a thread's rows are widened once for all its blocks, and a tall product (a 1x1 convolution's
-// pixels) spreads over the threads as a wide one (a linear layer's columns) does.
+// so a thread's rows are widened once for all its blocks, and a tall product (many rows, few columns)
+// spreads over the threads as a wide one does.
 constexpr size_t kExactInt8TileRows = 64;
 
 } // namespace executorch::backends::onednn

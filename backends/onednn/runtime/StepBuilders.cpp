@@ -152,20 +152,13 @@ PostOps read_post_ops(
 namespace {
 
 // Plain where there is no `pd` or it runs without its post-ops (add_post_ops_in_place applies them).
-// Without `pd`, an operand of `result`'s dims takes its strides, the others are plain.
 void append_post_op_args(
-    const PostOps& post_ops,
-    const dnnl::primitive_desc_base* pd,
-    const memory::desc& result,
-    GraphBuilder& graph,
-    ArgList& args) {
+    const PostOps& post_ops, const dnnl::primitive_desc_base* pd, GraphBuilder& graph, ArgList& args) {
   for (const PostOps::Operand& entry : post_ops.operands) {
     const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(entry.post_op_index) | DNNL_ARG_SRC_1;
     memory::desc wanted = pd != nullptr ? pd->query_md(dnnl::query::exec_arg_md, arg) : memory::desc();
     if (wanted.is_zero()) {
-      const DataType type = graph.compute_type(entry.value);
-      const bool like_result = !result.is_zero() && entry.dims == result.get_dims();
-      wanted = like_result ? memory::desc(entry.dims, type, result.get_strides()) : plain_desc(entry.dims, type);
+      wanted = plain_desc(entry.dims, graph.compute_type(entry.value));
     }
     args.emplace_back(arg, operand(graph, entry.value, entry.dims, wanted));
   }
@@ -175,11 +168,11 @@ void append_post_op_args(
 
 void add_post_op_args(
     const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args) {
-  append_post_op_args(post_ops, &pd, memory::desc(), graph, args);
+  append_post_op_args(post_ops, &pd, graph, args);
 }
 
-void add_host_post_op_args(const PostOps& post_ops, memory::desc result, GraphBuilder& graph, ArgList& args) {
-  append_post_op_args(post_ops, nullptr, result, graph, args);
+void add_plain_post_op_args(const PostOps& post_ops, GraphBuilder& graph, ArgList& args) {
+  append_post_op_args(post_ops, nullptr, graph, args);
 }
 
 dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {

@@ -117,10 +117,8 @@ HostLoop activation_loop(Activation activation, DataType type, float alpha, floa
 bool folds_into_rows(const memory::dims& dims, const memory::dims& dst);
 // Appends the binary post-op operands in the layouts the primitive descriptor resolved.
 void add_post_op_args(const PostOps& post_ops, const dnnl::primitive_desc_base& pd, GraphBuilder& graph, ArgList& args);
-// The same for post-ops a host step's `result` (a strided layout) gets from add_post_ops_in_place: an
-// operand of its dims in its layout (a binary on one layout runs oneDNN's vector kernel), others plain.
-// `result` by value: the operands' conversions add buffers, which moves those graph.buffer_desc() returns.
-void add_host_post_op_args(const PostOps& post_ops, memory::desc result, GraphBuilder& graph, ArgList& args);
+// The same, plain, for post-ops a host step's result gets from add_post_ops_in_place.
+void add_plain_post_op_args(const PostOps& post_ops, GraphBuilder& graph, ArgList& args);
 // The default attributes with the post-ops set.
 dnnl::primitive_attr attr_with(const dnnl::post_ops& ops);
 inline dnnl::primitive_attr attr_with(const PostOps& post_ops) {
