@@ -293,9 +293,14 @@ bool computes_by_winograd(
   if (shape.src.size() != 4 || step.int_scalar("groups") != 1 || !winograd_wanted(shape, graph)) {
     return false;
   }
-  // An emulated int8 convolution reads f32 operands too: its src and weights dequantized.
-  const bool f32_operands = emulates_int8(graph, step.inputs[0]) || (graph.data_type(step.inputs[0]) == DataType::f32 &&
-                                                                     graph.data_type(step.inputs[1]) == DataType::f32);
+  // An emulated int8 convolution reads f32 operands too: its src and weights dequantized; so does a bf16
+  // one where bf16 is widened (no bf16 instructions): a bf16 graph input or constant converted to f32.
+  const auto f32_operand = [&](uint32_t id) {
+    const DataType stored = graph.data_type(id);
+    return stored == DataType::f32 || (stored == DataType::bf16 && graph.widens_bf16());
+  };
+  const bool f32_operands =
+      emulates_int8(graph, step.inputs[0]) || (f32_operand(step.inputs[0]) && f32_operand(step.inputs[1]));
   const memory::dims three{3, 3};
   return type == DataType::f32 && f32_operands && pd.dst_desc(0).get_data_type() == DataType::f32 &&
          memory::dims(shape.weights.begin() + 2, shape.weights.end()) == three && shape.strides == memory::dims{1, 1} &&

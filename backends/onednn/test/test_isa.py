@@ -147,7 +147,9 @@ def executed_primitives(verbose: str) -> list[tuple[str, list[str]]]:
 def test_without_bf16_instructions_bf16_programs_compute_between_steps_in_f32(name: str, kind: str) -> None:
     """Without bf16 instructions oneDNN's bf16 kernels are missing or emulated, and converting around
     each step cost 7-66x the f32 time (2026-12-02, AVX2). So a precision="bf16" program runs no bf16
-    primitive at all, and a bf16 model converts only its inputs and outputs: every other step is f32."""
+    primitive at all, and a bf16 model converts only its inputs and outputs, on the host (oneDNN
+    3.13.1's AVX2 conversions turn -0 into +0, and run a reference kernel where the layout changes
+    too): no primitive touches bf16 either, every step is f32."""
     child = subprocess.run(
         [sys.executable, "-c", TRACE_CHILD, name, kind],
         env=child_env(), cwd=Path(__file__).parent, capture_output=True, text=True, timeout=600, check=False,
@@ -158,10 +160,4 @@ def test_without_bf16_instructions_bf16_programs_compute_between_steps_in_f32(na
     primitives = {primitive for primitive, _ in executed}
     assert "matmul" in primitives or "convolution" in primitives, f"no matmul or convolution traced: {primitives}"
     touching_bf16 = [(primitive, types) for primitive, types in executed if "bf16" in types]
-    if kind == "precision-bf16":
-        assert touching_bf16 == [], touching_bf16
-    else:
-        # The input read in one or two layouts, the output written once.
-        assert touching_bf16 and all(primitive == "reorder" for primitive, _ in touching_bf16), touching_bf16
-        assert len(touching_bf16) <= 3, touching_bf16
-        assert all(sorted(types) == ["bf16", "f32"] for _, types in touching_bf16), touching_bf16
+    assert touching_bf16 == [], touching_bf16
