@@ -437,13 +437,13 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
     return;
   }
   const memory::desc to = buffers_[destination].desc;
-  const auto type_pair = std::make_pair(from.get_data_type(), to.get_data_type());
-  if (from.get_dims() == to.get_dims() && from == plain_desc(from.get_dims(), from.get_data_type()) &&
-      to == plain_desc(to.get_dims(), to.get_data_type()) &&
-      (type_pair == std::make_pair(DataType::f32, DataType::bf16) ||
-       type_pair == std::make_pair(DataType::bf16, DataType::f32)) &&
-      (from.get_size() / memory::data_type_size(from.get_data_type()) <= kHostElementwiseValues ||
-       !has_bf16_instructions())) {
+  const memory::dims dims = from.get_dims();
+  const DataType from_type = from.get_data_type(), to_type = to.get_data_type();
+  const bool converts_bf16 = dims == to.get_dims() && ((from_type == DataType::f32 && to_type == DataType::bf16) ||
+                                                       (from_type == DataType::bf16 && to_type == DataType::f32));
+  const bool from_plain = from == plain_desc(dims, from_type), to_plain = to == plain_desc(dims, to_type);
+  if (converts_bf16 && from_plain && to_plain &&
+      (from.get_size() / memory::data_type_size(from_type) <= kHostElementwiseValues || widens_bf16_)) {
     // A type conversion of a few thousand values (a bf16 decode step's f32 results and inputs): its
     // primitive's call costs more than the values. Without bf16 instructions, of any size: oneDNN
     // 3.13.1's AVX2 conversions turn -0 into +0 (measured on a Zen 3), the host keeps it.
@@ -454,22 +454,15 @@ void GraphBuilder::add_reorder(BufferId source, BufferId destination) {
     add_host_loop(convert, destination, source);
     return;
   }
-  if (widens_bf16_ && from.get_dims() == to.get_dims() &&
-      (type_pair == std::make_pair(DataType::f32, DataType::bf16) ||
-       type_pair == std::make_pair(DataType::bf16, DataType::f32))) {
+  if (converts_bf16 && widens_bf16_ && from_plain != to_plain) {
     // Without bf16 instructions oneDNN 3.13.1 reorders a change of type and layout together in its
     // reference kernel ("simple:any": 5-6 ms for a bf16 ResNet-18's input image on a Zen 3, where the
     // f32 reorder of its layout takes 0.1) and turns -0 into +0: the type changes on the plain side, on
     // the host, the layout in one type.
-    const memory::dims dims = from.get_dims();
-    const DataType from_type = type_pair.first, to_type = type_pair.second;
-    const bool from_plain = from == plain_desc(dims, from_type), to_plain = to == plain_desc(dims, to_type);
-    if (from_plain != to_plain) {
-      const BufferId middle = scratch(plain_desc(dims, from_plain ? to_type : from_type));
-      add_reorder(source, middle);
-      add_reorder(middle, destination);
-      return;
-    }
+    const BufferId middle = scratch(plain_desc(dims, from_plain ? to_type : from_type));
+    add_reorder(source, middle);
+    add_reorder(middle, destination);
+    return;
   }
   dnnl::reorder::primitive_desc pd(engine_, buffers_[source].desc, engine_, to, default_attr());
   add_primitive(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, destination}});
