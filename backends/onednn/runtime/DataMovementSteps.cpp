@@ -114,7 +114,18 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
   // Quantize (f32 -> u8/s8 with dst scale and zero point) or dequantize (the reverse, src ones).
   const Quantization quantization = read_quantization(step, graph);
   if (quantization.empty()) {
-    graph.add_reorder(source, graph.define(step.outputs[0], graph.plain(step.outputs[0])));
+    const uint32_t dst = step.outputs[0];
+    const BufferId result = graph.define(dst, graph.plain(dst));
+    // Where bf16 is widened (no bf16 instructions) a bf16 value is held in f32: a cast to it from
+    // another type still rounds to bf16, through a bf16 copy, as the program asks.
+    if (graph.program_type(dst) == DataType::bf16 && graph.data_type(dst) == DataType::f32 &&
+        graph.program_type(src) != DataType::bf16) {
+      const BufferId rounded = graph.scratch(plain_desc(dst_dims, DataType::bf16));
+      graph.add_reorder(source, rounded);
+      graph.add_reorder(rounded, result);
+      return;
+    }
+    graph.add_reorder(source, result);
     return;
   }
   // oneDNN 3.2's jit reorder dropped the src zero point when it also changed the layout (u8 NHWC ->
