@@ -329,7 +329,7 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
 }
 
 // Host loops run on the calling thread, inside run_in_thread_pool(); the rows of a QuantizeRows, Softmax,
-// RmsNorm, Rotary, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or GeluTanh one, are independent
+// RmsNorm, Rotary, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or Activation one, are independent
 // and split across the pool's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
@@ -383,11 +383,6 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::Clamp:
       split_rows(
           step.host_dst_count, 1, [&](size_t begin, size_t end) { clamp_values(loop, source, target, begin, end); });
-      return Error::Ok;
-    case HostLoop::Kind::GeluTanh:
-      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
-        gelu_tanh_values(loop.isa, loop.bf16, source, target, begin, end);
-      });
       return Error::Ok;
     case HostLoop::Kind::Activation:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {

@@ -114,13 +114,6 @@ void build_eltwise(const StepRecord& step, GraphBuilder& graph) {
     build_host_clamp(step, graph, alpha, beta);
     return;
   }
-  if (alg == algorithm::eltwise_gelu_tanh && host_row_isa() == RowIsa::avx2) {
-    HostLoop loop; // gelu_tanh_values(): oneDNN's AVX2 tanh is slow
-    loop.kind = HostLoop::Kind::GeluTanh;
-    loop.isa = RowIsa::avx2;
-    build_host_values_loop(step, graph, loop);
-    return;
-  }
   const auto values = static_cast<size_t>(plain_desc(graph.dims(src)).get_size() / sizeof(float));
   const DataType type = graph.compute_type(step.outputs[0]);
   if (const std::optional<Activation> activation = host_activation(alg, type, values)) {

@@ -37,7 +37,6 @@ struct HostLoop {
     RmsNorm,             // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
     Unary,               // dst = unary(src), f32, elementwise
     Clamp,               // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
-    GeluTanh,            // dst = GELU of src, tanh approximation (RowKernels.h), elementwise; f32 or bf16 (`bf16`)
     Activation,          // dst = `activation` (RowKernels.h) of src, alpha `value`, beta `upper`; f32 or bf16
     AdaptivePool,        // dst = PyTorch's adaptive max or average pooling of src, f32, plain
     ArgReduce,           // dst (int64) = argmax or argmin of src (f32) along a dim
@@ -105,12 +104,12 @@ struct HostLoop {
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
   Kind kind = Kind::Fill;
   float value = 0.0f;
-  bool bf16 = false; // Fill, Clamp, GeluTanh, Activation, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows: f32);
+  bool bf16 = false; // Fill, Clamp, Activation, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows: f32);
                      // Convert: dst holds bf16, src f32; Binary: all three bf16
   // QuantizeRowsAffine: q + 128 stored as u8 (the zero points stay torchao's): oneDNN's VNNI matmul
   // takes per-row scales with u8 rows only.
   bool u8_rows = false;
-  RowIsa isa = RowIsa::scalar;                  // GeluTanh, Activation, Convert, Binary (bf16)
+  RowIsa isa = RowIsa::scalar;                  // Activation, Convert, Binary (bf16)
   Activation activation = Activation::logistic; // Activation
   float upper = 0.0f;                           // Clamp, Activation (beta)
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.

@@ -6,8 +6,9 @@
 //   (AMD Zen 4, 2 threads: 106 us for ViT-Tiny's 3x197x197 attention probabilities, against 44 us
 //   here, and slower on two threads than on one);
 // - RMS normalization (Llama's RMSNorm), which oneDNN 3.2's layer normalization cannot express;
-// - GELU with the tanh approximation on AVX2, where oneDNN's tanh reads its tables through gathers
-//   (AMD Zen 1, one thread: 7.9 ns per value for eltwise_gelu_tanh, 1.9 for eltwise_logistic).
+// - GELU on AVX2, where oneDNN's tanh reads its tables through gathers (AMD Zen 1, one thread: 7.9 ns
+//   per value for eltwise_gelu_tanh, 1.9 for eltwise_logistic), and where its GELU fused into a matmul
+//   cost 0.6 ms (erf) and 1.4 ms (tanh) on a 32 x 4096 product (AMD Zen 3, 2 threads, 2026-12-07).
 #pragma once
 
 #include <cstddef>
@@ -69,11 +70,6 @@ void softmax_rows(const SoftmaxRows& rows, const void* src, void* dst, const flo
 // values) when rows.has_weight.
 void rms_norm_rows(const RmsNormRows& rows, const void* src, void* dst, const float* weight, size_t begin, size_t end);
 
-// Values [begin, end): dst = GELU of src with the tanh approximation, computed as the same function
-// x * sigmoid(2 sqrt(2 / pi) (x + 0.044715 x^3)), which needs an exp and no tanh. f32, or bf16 in and
-// out (`bf16`). A NaN stays NaN, +inf stays +inf and -inf becomes NaN, as 0.5 x (1 + tanh(...)) does.
-void gelu_tanh_values(RowIsa isa, bool bf16, const void* src, void* dst, size_t begin, size_t end);
-
 // Values [begin, end): dst = src in the other type: f32 -> bf16 (`to_bf16`; to nearest even, a NaN as
 // 0x7FC0, as oneDNN's reorder rounds) or bf16 -> f32 (exact).
 void convert_values(RowIsa isa, bool to_bf16, const void* src, void* dst, size_t begin, size_t end);
@@ -84,16 +80,21 @@ void binary_values_bf16(RowIsa isa, int64_t alg, const uint16_t* a, const uint16
 
 // The sigmoid family, which oneDNN computes as eltwise primitives: on a small vector (a
 // squeeze-and-excitation gate's few hundred values) its kernel's call costs more than the values.
+// And GELU, whose oneDNN kernels are slow on AVX2 (the header's first lines).
 enum class Activation : unsigned char {
   logistic,    // 1 / (1 + exp(-x))
   swish,       // x * logistic(alpha x)
   hardsigmoid, // min(max(alpha x + beta, 0), 1)
   hardswish,   // x * hardsigmoid(x)
+  // The tanh approximation computed as the same function x * logistic(2 sqrt(2 / pi) (x + 0.044715 x^3)),
+  // which needs an exp and no tanh.
+  gelu_tanh,
+  gelu_erf, // x * erfc(-x / sqrt(2)) / 2, erfc by a fit of relative error below 1.2e-7 (RowKernels.cpp)
 };
 
 // Values [begin, end) of src into dst, f32 or bf16 in and out (`bf16`: computed in f32, rounded as
-// convert_values() rounds), as PyTorch computes them at NaN and the infinities (a NaN stays NaN; swish
-// and hardswish of -inf are NaN, -inf times 0). AVX2 with FMA where `isa` has it.
+// convert_values() rounds), as PyTorch computes them at NaN and the infinities (a NaN stays NaN; swish,
+// hardswish and both GELUs of -inf are NaN, -inf times 0). AVX2 with FMA where `isa` has it.
 void activation_values(
     RowIsa isa,
     Activation activation,

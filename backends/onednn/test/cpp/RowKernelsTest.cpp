@@ -245,52 +245,8 @@ double reference_gelu_tanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-TEST(RowKernels, GeluTanhMatchesTheReferenceAtEveryWidthAndTail) {
-  for (const RowIsa isa : runnable_isas()) {
-    for (const size_t count : {1, 7, 8, 9, 17, 100}) {
-      for (const bool bf16 : {false, true}) {
-        std::vector<float> x(count);
-        for (size_t i = 0; i < count; ++i) {
-          x[i] = -10.0f + 20.0f * static_cast<float>(i) / static_cast<float>(count); // both tails of the curve
-        }
-        const Row src(bf16, x);
-        Row dst(bf16, std::vector<float>(count + 1, -7.0f)); // one value more: it stays untouched
-        gelu_tanh_values(isa, bf16, src.bytes.data(), dst.bytes.data(), 0, count);
-        const std::vector<float> in = src.values(), got = dst.values();
-        for (size_t i = 0; i < count; ++i) {
-          const double want = reference_gelu_tanh(in[i]);
-          // The reference's 1 + tanh cancels where x < -5: there both are within 1e-6 of zero.
-          EXPECT_NEAR(got[i], want, (bf16 ? 8e-3 : 2e-6) * std::max(1.0, std::fabs(want)))
-              << name(isa) << " count " << count << " x " << in[i];
-        }
-        EXPECT_EQ(got[count], -7.0f) << name(isa) << " wrote past its range";
-      }
-    }
-  }
-}
-
-TEST(RowKernels, GeluTanhOfNonFiniteAndHugeValuesIsWhatPyTorchGives) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  // x, then what 0.5 x (1 + tanh(...)) gives in f32: -inf * 0 is NaN; a huge negative x gives -0.
-  const std::vector<float> x{kInf, -kInf, nan, 1e20f, -1e20f, 30.0f, -30.0f, 0.0f, 3.0f};
-  for (const RowIsa isa : runnable_isas()) {
-    std::vector<float> got(x.size(), -7.0f);
-    gelu_tanh_values(isa, false, x.data(), got.data(), 0, x.size());
-    EXPECT_EQ(got[0], kInf) << name(isa);
-    EXPECT_TRUE(std::isnan(got[1])) << name(isa) << " gelu(-inf) = " << got[1];
-    EXPECT_TRUE(std::isnan(got[2])) << name(isa);
-    EXPECT_EQ(got[3], 1e20f) << name(isa);
-    EXPECT_EQ(got[4], 0.0f) << name(isa);
-    EXPECT_TRUE(std::signbit(got[4])) << name(isa) << " gelu(-1e20) should be -0";
-    EXPECT_EQ(got[5], 30.0f) << name(isa);
-    EXPECT_EQ(got[6], 0.0f) << name(isa);
-    EXPECT_EQ(got[7], 0.0f) << name(isa);
-    EXPECT_NEAR(got[8], reference_gelu_tanh(3.0), 2e-6) << name(isa);
-  }
-}
-
-// The sigmoid family in double, with oneDNN's alpha and beta, as PyTorch's modules lower: SiLU is
-// swish(1), Hardsigmoid and Hardswish (1/6, 1/2).
+// The sigmoid family and GELU in double, with oneDNN's alpha and beta, as PyTorch's modules lower: SiLU
+// is swish(1), Hardsigmoid and Hardswish (1/6, 1/2).
 double logistic(double z) {
   return 1.0 / (1.0 + std::exp(-z));
 }
@@ -317,6 +273,12 @@ const ActivationCase kActivations[] = {
      0.5f,
      "hardswish",
      [](double a, double b, double x) { return x * hard(a, b, x); }},
+    {Activation::gelu_tanh, 0.0f, 0.0f, "gelu_tanh", [](double, double, double x) { return reference_gelu_tanh(x); }},
+    {Activation::gelu_erf,
+     0.0f,
+     0.0f,
+     "gelu_erf",
+     [](double, double, double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }},
 };
 
 TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
@@ -341,16 +303,19 @@ TEST(RowKernels, ActivationsMatchTheReferenceAtEveryWidthAndTail) {
 
 TEST(RowKernels, ActivationsOfNonFiniteAndHugeValuesAreWhatPyTorchGives) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> x{nan, kInf, -kInf, 200.0f, -200.0f, 0.0f};
-  // PyTorch's sigmoid, silu, hardsigmoid, hardswish of each (silu and hardswish of -inf: -inf * 0).
-  const float want[4][6] = {
-      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f},
-      {nan, kInf, nan, 200.0f, -0.0f, 0.0f},
-      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f},
-      {nan, kInf, nan, 200.0f, -0.0f, 0.0f},
+  const std::vector<float> x{nan, kInf, -kInf, 200.0f, -200.0f, 0.0f, 1e20f, -1e20f};
+  // PyTorch's sigmoid, silu, hardsigmoid, hardswish and both gelus of each (silu, hardswish and gelu of
+  // -inf: -inf * 0).
+  const float want[6][8] = {
+      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f, 1.0f, 0.0f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f, 1e20f, -0.0f},
+      {nan, 1.0f, 0.0f, 1.0f, 0.0f, 0.5f, 1.0f, 0.0f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f, 1e20f, -0.0f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f, 1e20f, -0.0f},
+      {nan, kInf, nan, 200.0f, -0.0f, 0.0f, 1e20f, -0.0f},
   };
   for (const RowIsa isa : runnable_isas()) {
-    for (size_t a = 0; a < 4; ++a) {
+    for (size_t a = 0; a < std::size(want); ++a) {
       const ActivationCase& c = kActivations[a];
       std::vector<float> got(x.size(), -7.0f);
       activation_values(isa, c.activation, c.alpha, c.beta, false, x.data(), got.data(), 0, x.size());
@@ -359,6 +324,7 @@ TEST(RowKernels, ActivationsOfNonFiniteAndHugeValuesAreWhatPyTorchGives) {
           EXPECT_TRUE(std::isnan(got[i])) << name(isa) << " " << c.label << " of " << x[i] << " = " << got[i];
         } else {
           EXPECT_EQ(got[i], want[a][i]) << name(isa) << " " << c.label << " of " << x[i];
+          EXPECT_EQ(std::signbit(got[i]), std::signbit(want[a][i])) << name(isa) << " " << c.label << " of " << x[i];
         }
       }
     }

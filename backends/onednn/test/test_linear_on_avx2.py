@@ -1,0 +1,82 @@
+# Copyright (c) 2026 The executorch-onednn authors.
+# SPDX-License-Identifier: BSD-3-Clause
+"""Linear layers where AVX2 is the widest instruction set (runtime/ConvolutionSteps.cpp, build_matmul):
+f32 weights are packed in blocks 16 columns wide, which oneDNN 3.13.1's AVX2 matmul runs faster than
+the 64 it picks, and a GELU (either approximation) fused after the product runs on the host after it
+(RowKernels.h), where oneDNN's fused AVX2 GELU cost several times as much. Each case matches eager
+PyTorch, NaN and infinities included. On a wider CPU these tests run in the AVX2-capped leg of
+scripts/run_tests.sh."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from executorch.backends.onednn import effective_isa
+from executorch.backends.onednn.serialization.schema import StepKind
+from support import Record, describe, execute_traced
+from tester import DEFAULT_TOLERANCE, lower, mismatch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _skip_unless_avx2_is_the_widest() -> None:
+    isa = effective_isa()
+    if not isa.startswith("avx2"):
+        pytest.skip(f"needs AVX2 as the widest instruction set (oneDNN runs {isa}); the AVX2-capped leg runs it")
+
+
+class LinearGelu(nn.Module):
+    """A linear layer, a GELU, then optionally a residual add, all fused into the matmul ahead of time."""
+
+    def __init__(self, features: int, approximate: str, residual: bool) -> None:
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+        self.approximate = approximate
+        self.residual = residual
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.gelu(self.linear(x), approximate=self.approximate)
+        return y + x if self.residual else y
+
+
+def _matmuls(trace: list[Record]) -> list[Record]:
+    return [record for record in trace if record.primitive == "matmul"]
+
+
+@pytest.mark.parametrize("shape", [(8, 96), (32, 256), (2, 40, 256)], ids=["8-rows", "32-rows", "batched"])
+def test_f32_weights_are_packed_16_columns_wide(shape: tuple[int, ...]) -> None:
+    _skip_unless_avx2_is_the_widest()
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(shape[-1], 3 * shape[-1]), nn.ReLU()).eval(), torch.randn(shape)
+    lowered = lower(model, (x,))
+    outputs, trace = execute_traced(lowered.buffer, (x,))
+    with torch.no_grad():
+        problem = mismatch("linear-relu", outputs, [model(x)], DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
+    weights = [dict(record.layouts).get("wei") for record in _matmuls(trace)]
+    assert weights and all(tag in ("BA16a16b", "aCB16b16c") for tag in weights), describe(trace)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("residual", [False, True], ids=["alone", "then-residual"])
+def test_a_fused_gelu_runs_on_the_host_after_the_product(approximate: str, residual: bool) -> None:
+    _skip_unless_avx2_is_the_widest()
+    torch.manual_seed(0)
+    model, x = LinearGelu(64, approximate, residual).eval(), torch.randn(3, 16, 64) * 4
+    x[0, 1, 5], x[1, 2, 7], x[2, 3, 9] = float("nan"), float("inf"), float("-inf")
+    lowered = lower(model, (x,))
+    outputs, trace = execute_traced(lowered.buffer, (x,))
+    with torch.no_grad():
+        expected = model(x)
+    kinds = [step.kind for graph in lowered.payloads() for step in graph.steps]
+    assert StepKind.MATMUL in kinds and StepKind.ELTWISE not in kinds, kinds  # fused ahead of time
+    gelu_in_onednn = [record for record in trace if any("gelu" in op for op in record.post_ops)]
+    gelu_in_onednn += [record for record in trace if record.primitive == "eltwise"]
+    assert _matmuls(trace) and not gelu_in_onednn, describe(trace)
+    got = outputs[0]
+    for kind in (torch.isnan, torch.isposinf, torch.isneginf):
+        assert torch.equal(kind(got), kind(expected)), f"{kind.__name__} differs\n{describe(trace)}"
+    finite = torch.isfinite(expected)
+    assert torch.isnan(expected).any() and finite.any()
+    problem = mismatch("finite values", [got[finite]], [expected[finite]], DEFAULT_TOLERANCE)
+    assert problem is None, f"{problem}\n{describe(trace)}"
