@@ -845,12 +845,12 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   // oneDNN 3.13.1's AVX2 brgemm matmul takes few post-op operand broadcasts together (a row operand
   // [.., M, 1] with any other, a column operand [1, 1, N] in 3-D): otherwise it falls back to its
   // reference kernel, hundreds of times slower than the post-ops run one by one after the product.
-  // A GELU it fuses costs more than the host's pass after it (gelu_runs_on_host()).
-  const bool has_host_gelu = std::any_of(post_ops.entries.begin(), post_ops.entries.end(), [](const auto& entry) {
-    return !entry.binary && gelu_runs_on_host(entry.alg);
+  // A GELU it fuses on AVX2 costs more than a pass after it (fused_gelu_is_slow()).
+  const bool has_slow_gelu = std::any_of(post_ops.entries.begin(), post_ops.entries.end(), [](const auto& entry) {
+    return !entry.binary && fused_gelu_is_slow(entry.alg);
   });
   bool unfused = false;
-  if (!post_ops.entries.empty() && (is_reference_kernel(pd) || has_host_gelu)) {
+  if (!post_ops.entries.empty() && (is_reference_kernel(pd) || has_slow_gelu)) {
     dnnl::primitive_attr bare = attr_with(dnnl::post_ops());
     kernel_quantization.apply(bare);
     const Pd product = make_pd_with(a_plain, b_plain, bare);

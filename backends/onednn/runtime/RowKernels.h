@@ -6,9 +6,11 @@
 //   (AMD Zen 4, 2 threads: 106 us for ViT-Tiny's 3x197x197 attention probabilities, against 44 us
 //   here, and slower on two threads than on one);
 // - RMS normalization (Llama's RMSNorm), which oneDNN 3.2's layer normalization cannot express;
-// - GELU on AVX2, where oneDNN's tanh reads its tables through gathers (AMD Zen 1, one thread: 7.9 ns
-//   per value for eltwise_gelu_tanh, 1.9 for eltwise_logistic), and where its GELU fused into a matmul
-//   cost 0.6 ms (erf) and 1.4 ms (tanh) on a 32 x 4096 product (AMD Zen 3, 2 threads, 2026-12-07).
+// - GELU on AVX2: the tanh one, where oneDNN's tanh reads its tables through gathers (AMD Zen 1, one
+//   thread: 7.9 ns per value for eltwise_gelu_tanh, 1.9 for eltwise_logistic); the erf one on small
+//   vectors (its standalone oneDNN kernel is fast, 0.09 ms for 131072 values on the Zen 3, 2 threads,
+//   against 1.9-2.6 ns per value a thread here). Fused into a matmul, oneDNN's AVX2 GELU cost 0.6 ms
+//   (erf) and 1.4 ms (tanh) on a 32 x 4096 product (Zen 3, 2026-12-07): it runs after the product there.
 #pragma once
 
 #include <cstddef>
@@ -80,7 +82,7 @@ void binary_values_bf16(RowIsa isa, int64_t alg, const uint16_t* a, const uint16
 
 // The sigmoid family, which oneDNN computes as eltwise primitives: on a small vector (a
 // squeeze-and-excitation gate's few hundred values) its kernel's call costs more than the values.
-// And GELU, whose oneDNN kernels are slow on AVX2 (the header's first lines).
+// And GELU on AVX2 (the header's first lines).
 enum class Activation : unsigned char {
   logistic,    // 1 / (1 + exp(-x))
   swish,       // x * logistic(alpha x)

@@ -196,15 +196,15 @@ BufferId required_arg(const ArgList& args, int arg) {
   return buffer;
 }
 
-bool gelu_runs_on_host(dnnl::algorithm alg) {
+bool fused_gelu_is_slow(dnnl::algorithm alg) {
   return (alg == dnnl::algorithm::eltwise_gelu_erf || alg == dnnl::algorithm::eltwise_gelu_tanh) &&
          host_row_isa() == RowIsa::avx2;
 }
 
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values) {
   const bool host_type = type == DataType::f32 || type == DataType::bf16;
-  if (host_type && gelu_runs_on_host(alg)) {
-    return alg == dnnl::algorithm::eltwise_gelu_erf ? Activation::gelu_erf : Activation::gelu_tanh;
+  if (host_type && alg == dnnl::algorithm::eltwise_gelu_tanh && host_row_isa() == RowIsa::avx2) {
+    return Activation::gelu_tanh;
   }
   if (!host_type || values > kHostElementwiseValues || host_row_isa() == RowIsa::scalar) {
     return std::nullopt;
@@ -218,6 +218,8 @@ std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, si
       return Activation::hardsigmoid;
     case dnnl::algorithm::eltwise_hardswish:
       return Activation::hardswish;
+    case dnnl::algorithm::eltwise_gelu_erf:
+      return host_row_isa() == RowIsa::avx2 ? std::optional(Activation::gelu_erf) : std::nullopt;
     default:
       return std::nullopt;
   }

@@ -106,13 +106,13 @@ memory::dims fold_into_rows(const memory::dims& dims);
 // values).
 inline constexpr size_t kHostElementwiseValues = 16384;
 
-// Whether eltwise `alg` runs on the host at any size, alone or as a post-op after the product:
-// GELU where AVX2 is the widest vector. oneDNN 3.13.1's AVX2 GELU, standalone or fused into a matmul,
-// costs several times the host's (RowKernels.h).
-bool gelu_runs_on_host(dnnl::algorithm alg);
+// Whether eltwise post-op `alg` should run after the product rather than fused into it: GELU where
+// AVX2 is the widest vector, which oneDNN 3.13.1's AVX2 matmul fused at several times the cost of its
+// standalone eltwise primitive (or of the host's tanh GELU). See RowKernels.h.
+bool fused_gelu_is_slow(dnnl::algorithm alg);
 // The host kernel (RowKernels.h) for eltwise `alg` on `values` values of `type` where it beats oneDNN's
-// primitive: f32 or bf16, up to kHostElementwiseValues values, the sigmoid family; GELU at any size
-// where gelu_runs_on_host().
+// primitive: f32 or bf16, up to kHostElementwiseValues values, the sigmoid family and, where AVX2 is
+// the widest vector, the erf GELU; there also the tanh GELU at any size (oneDNN's AVX2 tanh is slow).
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values);
 // Its host loop on values of `type`, with oneDNN's alpha and beta.
 HostLoop activation_loop(Activation activation, DataType type, float alpha, float beta);
