@@ -91,15 +91,21 @@ def post_op_count(graph: Graph) -> int:
 
 
 def host_post_op_count(graph: Graph) -> int:
-    """Post-ops the host computes: those of an f32 1x1 convolution of one image's single pixel, which
-    runs as one row times a matrix where AVX2 is available (test_squeeze_excitation.py)."""
+    """Post-ops not fused into oneDNN's kernel: those of an f32 1x1 convolution of one image's single
+    pixel, which runs as one row times a matrix where AVX2 is available (test_squeeze_excitation.py),
+    and, where AVX2 is the widest, those of a matmul with a GELU post-op, which run after the product
+    (test_linear_on_avx2.py)."""
     if not host_row_kernels_run():
         return 0
+    gelus = (EltwiseAlg.GELU_ERF, EltwiseAlg.GELU_TANH)
     count = 0
     for step in graph.steps:
         src, dst = (graph.values[step.inputs[0]], graph.values[step.outputs[0]])
         one_pixel = src.dims[0] == 1 and all(d == 1 for d in src.dims[2:]) and all(d == 1 for d in dst.dims[2:])
         if step.kind == StepKind.CONVOLUTION and one_pixel and src.dtype == DType.F32:
+            count += len(step.post_ops())
+        has_gelu = any(op.kind == PostOpKind.ELTWISE and op.alg in gelus for op in step.post_ops())
+        if step.kind == StepKind.MATMUL and has_gelu and effective_isa().startswith("avx2"):
             count += len(step.post_ops())
     return count
 
