@@ -29,3 +29,29 @@ def test_an_op_registered_later_is_still_found() -> None:
         assert "onednn_cia_test::twice" in names
     finally:
         library._destroy()
+
+
+def test_torch_ops_callable_stand_in_subscribes_and_checks_as_callable() -> None:
+    from collections.abc import Callable
+    from typing import ParamSpec, TypeVar
+
+    import torch._ops as torch_ops
+
+    stand_in = torch_ops.Callable
+    assert isinstance(stand_in, cia_materialization._CallableOnce)
+    parameters, result = ParamSpec("parameters"), TypeVar("result")
+    assert stand_in[parameters, result] is stand_in[parameters, result]  # built once
+    assert stand_in[parameters, result] == Callable[parameters, result]
+    assert stand_in[[int], str] == Callable[[int], str]  # unhashable: built each time
+    assert isinstance(len, stand_in) and isinstance(lambda: 0, stand_in)
+    assert not isinstance(3, stand_in) and not isinstance("text", stand_in)
+    # torch's own use of it: an op registers and dispatches a Python kernel as before.
+    operator = torch.ops.aten.relu.default
+    saved = operator.py_kernels.copy()
+    try:
+        operator.py_impl(torch._C.DispatchKey.CompositeImplicitAutograd)(lambda x: x)
+        assert operator.py_kernels[torch._C.DispatchKey.CompositeImplicitAutograd](7) == 7
+    finally:
+        operator.py_kernels.clear()
+        operator.py_kernels.update(saved)
+        operator._dispatch_cache.clear()
