@@ -1,6 +1,6 @@
 # Copyright (c) 2026 The executorch-onednn authors.
 # SPDX-License-Identifier: BSD-3-Clause
-"""Test-only speed-ups of torch.export's decompositions (about half of every lowering here).
+"""Test-only speed-ups of torch.export's decompositions, which take most of every lowering's time here.
 
 `ExportedProgram.run_decompositions` collects the CompositeImplicitAutograd ops of every op namespace,
 and for each namespace `torch._export.utils._materialize_cpp_cia_ops` walks all of the dispatcher's CIA
