@@ -34,7 +34,8 @@ python -m pytest -n "$workers" backends/onednn/test "$@"
 # test_vector_matrix.py's rows run the AVX2 kernel, and test_affine_quantization.py's several 8da4w rows
 # the f32 path of CPUs without AMX, test_cached_attention.py's the AVX2 attention kernel,
 # test_transposed_linear.py the plain product its AVX-512 rule leaves there, test_group_scales.py the
-# AVX2 4-bit kernels on bf16 scales, test_linear_on_avx2.py the AVX2 weight layout and host GELU.
+# AVX2 4-bit kernels on bf16 scales, test_linear_on_avx2.py the AVX2 weight layout and host GELU,
+# test_convolution_on_avx2.py the host SiLU after a convolution.
 # test_isa.py checks the models under the cap.
 isa=$(python -c "import executorch.backends.onednn as onednn; print(onednn.effective_isa())" 2>/dev/null | tail -1)
 if [[ "$isa" != avx2 && "$isa" != avx && "$isa" != sse41 ]]; then
@@ -44,7 +45,7 @@ if [[ "$isa" != avx2 && "$isa" != avx && "$isa" != sse41 ]]; then
     backends/onednn/test/test_winograd.py backends/onednn/test/test_vector_matrix.py \
     backends/onednn/test/test_affine_quantization.py backends/onednn/test/test_cached_attention.py \
     backends/onednn/test/test_transposed_linear.py backends/onednn/test/test_group_scales.py \
-    backends/onednn/test/test_linear_on_avx2.py "$@"
+    backends/onednn/test/test_linear_on_avx2.py backends/onednn/test/test_convolution_on_avx2.py "$@"
 fi
 
 # ExecuTorch's backend conformance suite, operator tests, our fp32 flow: a third of its tests (the whole

@@ -473,13 +473,19 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
         static_cast<long long>(shape.channels_out));
   }
   const PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
-  dnnl::primitive_attr attr = attr_with(post_ops);
   const DataType type = compute_type(step, graph, step.inputs[0]);
   const int64_t groups = step.int_scalar("groups");
   // Per output channel: grouped weights are [g, OC/g, ...], so the mask spans both dims.
   const int weights_mask = groups > 1 ? 0b11 : 0b1;
   const Quantization quantization = read_quantization(step, graph, weights_mask, shape.channels_out);
   const bool emulated = emulates_int8(graph, step.inputs[0]);
+  // A chain of activations led by one the kernel fuses slowly runs after it, in place on its f32 or
+  // bf16 result (not where the kernel itself quantizes the result).
+  const bool chain_after = (quantization.empty() || emulated) && !post_ops.entries.empty() &&
+                           post_ops.operands.empty() &&
+                           fused_activation_is_slow(dnnl::primitive::kind::convolution, post_ops.entries[0].alg);
+  const PostOps fused = chain_after ? PostOps() : post_ops;
+  dnnl::primitive_attr attr = attr_with(fused);
   if (!transposed && is_pixel_times_matrix(step, graph, shape, type, emulated || !quantization.empty())) {
     const int64_t channels_in = shape.src[1], channels_out = shape.dst[1];
     const memory::desc weights_view =
@@ -619,9 +625,12 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     return build(pd.src_desc(0), exact_weights, pd.dst_desc(0), exact, spreads);
   };
   if (!transposed && kernel_quantization.empty() && computes_by_winograd(step, graph, shape, type, pd)) {
-    add_winograd_convolution(graph, shape, post_ops, args, remake);
+    add_winograd_convolution(graph, shape, fused, args, remake);
   } else {
-    add_post_op_primitive(graph, post_ops, built, args, remake, spreads ? &exact_args : nullptr);
+    add_post_op_primitive(graph, fused, built, args, remake, spreads ? &exact_args : nullptr);
+  }
+  if (chain_after) {
+    add_post_ops_in_place(graph, post_ops, args);
   }
   if (quantizes_result) {
     add_quantizing_reorder(
@@ -844,9 +853,9 @@ void build_matmul(const StepRecord& step, GraphBuilder& graph) {
   // oneDNN 3.13.1's AVX2 brgemm matmul takes few post-op operand broadcasts together (a row operand
   // [.., M, 1] with any other, a column operand [1, 1, N] in 3-D): otherwise it falls back to its
   // reference kernel, hundreds of times slower than the post-ops run one by one after the product.
-  // A GELU it fuses on AVX2 costs more than a pass after it (fused_gelu_is_slow()).
+  // A GELU it fuses on AVX2 costs more than a pass after it (fused_activation_is_slow()).
   const bool has_slow_gelu = std::any_of(post_ops.entries.begin(), post_ops.entries.end(), [](const auto& entry) {
-    return !entry.binary && fused_gelu_is_slow(entry.alg);
+    return !entry.binary && fused_activation_is_slow(dnnl::primitive::kind::matmul, entry.alg);
   });
   bool unfused = false;
   if (!post_ops.entries.empty() && (is_reference_kernel(pd) || has_slow_gelu)) {

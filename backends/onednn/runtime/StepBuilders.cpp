@@ -196,15 +196,25 @@ BufferId required_arg(const ArgList& args, int arg) {
   return buffer;
 }
 
-bool fused_gelu_is_slow(dnnl::algorithm alg) {
-  return (alg == dnnl::algorithm::eltwise_gelu_erf || alg == dnnl::algorithm::eltwise_gelu_tanh) &&
-         host_row_isa() == RowIsa::avx2;
+bool fused_activation_is_slow(dnnl::primitive::kind product, dnnl::algorithm alg) {
+  if (host_row_isa() != RowIsa::avx2) {
+    return false;
+  }
+  if (product == dnnl::primitive::kind::matmul) {
+    return alg == dnnl::algorithm::eltwise_gelu_erf || alg == dnnl::algorithm::eltwise_gelu_tanh;
+  }
+  return product == dnnl::primitive::kind::convolution && alg == dnnl::algorithm::eltwise_swish;
 }
 
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values) {
   const bool host_type = type == DataType::f32 || type == DataType::bf16;
-  if (host_type && alg == dnnl::algorithm::eltwise_gelu_tanh && host_row_isa() == RowIsa::avx2) {
-    return Activation::gelu_tanh;
+  if (host_type && host_row_isa() == RowIsa::avx2) {
+    if (alg == dnnl::algorithm::eltwise_gelu_tanh) {
+      return Activation::gelu_tanh;
+    }
+    if (alg == dnnl::algorithm::eltwise_swish) {
+      return Activation::swish;
+    }
   }
   if (!host_type || values > kHostElementwiseValues || host_row_isa() == RowIsa::scalar) {
     return std::nullopt;

@@ -106,13 +106,16 @@ memory::dims fold_into_rows(const memory::dims& dims);
 // values).
 inline constexpr size_t kHostElementwiseValues = 16384;
 
-// Whether eltwise post-op `alg` should run after the product rather than fused into it: GELU where
-// AVX2 is the widest vector, which oneDNN 3.13.1's AVX2 matmul fused at several times the cost of its
-// standalone eltwise primitive (or of the host's tanh GELU). See RowKernels.h.
-bool fused_gelu_is_slow(dnnl::algorithm alg);
+// Whether eltwise post-op `alg` of a `product` (matmul or convolution) should run after it rather than
+// fused into it. Only where AVX2 is the widest vector: GELU after a matmul, which oneDNN 3.13.1's AVX2
+// matmul fused at several times the cost of its standalone eltwise primitive (or of the host's tanh
+// GELU); swish after a convolution, which its AVX2 convolutions fuse at twice the cost of the host's
+// swish over the result. See RowKernels.h.
+bool fused_activation_is_slow(dnnl::primitive::kind product, dnnl::algorithm alg);
 // The host kernel (RowKernels.h) for eltwise `alg` on `values` values of `type` where it beats oneDNN's
 // primitive: f32 or bf16, up to kHostElementwiseValues values, the sigmoid family and, where AVX2 is
-// the widest vector, the erf GELU; there also the tanh GELU at any size (oneDNN's AVX2 tanh is slow).
+// the widest vector, the erf GELU; there also swish and the tanh GELU at any size (oneDNN's AVX2
+// kernels for them are slow).
 std::optional<Activation> host_activation(dnnl::algorithm alg, DataType type, size_t values);
 // Its host loop on values of `type`, with oneDNN's alpha and beta.
 HostLoop activation_loop(Activation activation, DataType type, float alpha, float beta);
