@@ -261,6 +261,16 @@ def mismatch(
     return None
 
 
+def non_finite_mismatch(actual: torch.Tensor, expected: torch.Tensor, tolerance: float) -> str | None:
+    """None when NaN, +inf and -inf sit where eager's are and the finite values are within tolerance
+    (as mismatch() bounds them); else what differed."""
+    for kind in (torch.isnan, torch.isposinf, torch.isneginf):
+        if not torch.equal(kind(actual), kind(expected)):
+            return f"{kind.__name__} differs from eager"
+    finite = torch.isfinite(expected)
+    return mismatch("finite values", [actual[finite]], [expected[finite]], tolerance)
+
+
 @dataclass
 class Outcome:
     name: str
