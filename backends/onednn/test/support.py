@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import torch
 from executorch.backends.onednn import OneDnnBackend, effective_isa, onednn_preprocess
 from executorch.backends.onednn.quantizer import OneDnnQuantizer
@@ -32,6 +33,19 @@ def host_row_kernels_run() -> bool:
     instruction-set cap): one row times a matrix, the host activations. Below AVX2 oneDNN's
     convolutions also write blocked layouts rather than channels-last."""
     return effective_isa().startswith(("avx2", "avx512", "amx", "avx10"))
+
+
+def avx2_is_the_widest() -> bool:
+    """Whether AVX2 is the widest vector oneDNN runs (an AVX2-only CPU, or the AVX2-capped leg of
+    scripts/run_tests.sh), where the runtime takes its AVX2-only rules (fused_activation_is_slow())."""
+    return effective_isa().startswith("avx2")
+
+
+def skip_unless_avx2_is_the_widest() -> None:
+    if not avx2_is_the_widest():
+        pytest.skip(
+            f"needs AVX2 as the widest instruction set (oneDNN runs {effective_isa()}); the AVX2-capped leg runs it"
+        )
 
 
 class Fn(nn.Module):

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from executorch.backends.onednn import effective_isa
 from executorch.backends.onednn.serialization.schema import StepKind
-from support import Record, describe, execute_traced
+from support import Record, describe, execute_traced, skip_unless_avx2_is_the_widest
 from tester import DEFAULT_TOLERANCE, lower, non_finite_mismatch
 from torch import nn
-
-
-def _skip_unless_avx2_is_the_widest() -> None:
-    isa = effective_isa()
-    if not isa.startswith("avx2"):
-        pytest.skip(f"needs AVX2 as the widest instruction set (oneDNN runs {isa}); the AVX2-capped leg runs it")
 
 
 class ConvSilu(nn.Module):
@@ -71,7 +64,7 @@ def test_a_fused_silu_runs_after_the_convolution(kernel: int, stride: int, group
     below and above the 16384 values where other activations move to oneDNN's primitive. The input's
     NaN and infinities land where eager PyTorch puts them (a non-finite input takes the guarded
     kernel)."""
-    _skip_unless_avx2_is_the_widest()
+    skip_unless_avx2_is_the_widest()
     torch.manual_seed(0)
     model, x = ConvSilu(32, kernel, stride, groups, residual=False).eval(), torch.randn(1, 32, size, size) * 4
     got, expected, trace = _lower_and_run(model, x)
@@ -87,7 +80,7 @@ def test_a_fused_silu_runs_after_the_convolution(kernel: int, stride: int, group
 
 def test_a_silu_before_a_residual_add_stays_fused() -> None:
     """A chain with a binary operand stays in the kernel: the add would otherwise run as its own pass."""
-    _skip_unless_avx2_is_the_widest()
+    skip_unless_avx2_is_the_widest()
     torch.manual_seed(0)
     model, x = ConvSilu(32, 1, 1, 1, residual=True).eval(), torch.randn(1, 32, 20, 20)
     got, expected, trace = _lower_and_run(model, x)

@@ -25,7 +25,16 @@ from executorch.backends.onednn._passes import GraphPass, drop_unused, fold_batc
 from executorch.backends.onednn.cli.zoo import randomize_batch_norms
 from executorch.backends.onednn.serialization.payload import Graph, Step
 from executorch.backends.onednn.serialization.schema import BinaryAlg, DType, EltwiseAlg, PostOpKind, StepKind
-from support import Fn, Record, Variant, describe, execute_traced, host_row_kernels_run, preprocessed_with
+from support import (
+    Fn,
+    Record,
+    Variant,
+    avx2_is_the_widest,
+    describe,
+    execute_traced,
+    host_row_kernels_run,
+    preprocessed_with,
+)
 from tester import DEFAULT_TOLERANCE, DELEGATE_CALL, Lowered, Outcome, flatten_outputs, lower, mismatch
 from torch import nn
 from torch.nn import functional as F
@@ -105,7 +114,7 @@ def host_post_op_count(graph: Graph) -> int:
         if step.kind == StepKind.CONVOLUTION and one_pixel and src.dtype == DType.F32:
             count += len(step.post_ops())
         has_gelu = any(op.kind == PostOpKind.ELTWISE and op.alg in gelus for op in step.post_ops())
-        if step.kind == StepKind.MATMUL and has_gelu and effective_isa().startswith("avx2"):
+        if step.kind == StepKind.MATMUL and has_gelu and avx2_is_the_widest():
             count += len(step.post_ops())
     return count
 

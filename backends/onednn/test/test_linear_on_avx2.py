@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from executorch.backends.onednn import effective_isa
 from executorch.backends.onednn.serialization.schema import StepKind
-from support import Record, describe, execute_traced
+from support import Record, describe, execute_traced, skip_unless_avx2_is_the_widest
 from tester import DEFAULT_TOLERANCE, lower, mismatch, non_finite_mismatch
 from torch import nn
 from torch.nn import functional as F
-
-
-def _skip_unless_avx2_is_the_widest() -> None:
-    isa = effective_isa()
-    if not isa.startswith("avx2"):
-        pytest.skip(f"needs AVX2 as the widest instruction set (oneDNN runs {isa}); the AVX2-capped leg runs it")
 
 
 class LinearGelu(nn.Module):
@@ -45,7 +38,7 @@ def _matmuls(trace: list[Record]) -> list[Record]:
 
 @pytest.mark.parametrize("shape", [(8, 96), (32, 256), (2, 40, 256)], ids=["8-rows", "32-rows", "batched"])
 def test_f32_weights_are_packed_16_columns_wide(shape: tuple[int, ...]) -> None:
-    _skip_unless_avx2_is_the_widest()
+    skip_unless_avx2_is_the_widest()
     torch.manual_seed(0)
     model, x = nn.Sequential(nn.Linear(shape[-1], 3 * shape[-1]), nn.ReLU()).eval(), torch.randn(shape)
     lowered = lower(model, (x,))
@@ -63,7 +56,7 @@ def test_f32_weights_are_packed_16_columns_wide(shape: tuple[int, ...]) -> None:
 def test_a_fused_gelu_runs_after_the_product(approximate: str, residual: bool, rows: int) -> None:
     """The product runs without the GELU; then the tanh GELU on the host, the erf one on the host up to
     16384 values (a oneDNN primitive's call costs more) and as oneDNN's eltwise primitive above."""
-    _skip_unless_avx2_is_the_widest()
+    skip_unless_avx2_is_the_widest()
     torch.manual_seed(0)
     model, x = LinearGelu(64, approximate, residual).eval(), torch.randn(3, rows, 64) * 4
     x[0, 1, 5], x[1, 2, 7], x[2, 3, 9] = float("nan"), float("inf"), float("-inf")

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from executorch.backends.onednn import OneDnnPartitioner, effective_isa
+from executorch.backends.onednn import OneDnnPartitioner
 from executorch.backends.onednn.serialization.payload import deserialize
 from executorch.devtools import Inspector
 from executorch.exir import to_edge_transform_and_lower
 from executorch.runtime import Runtime
+from support import avx2_is_the_widest
 from tester import lower
 from torch import nn
 
@@ -137,7 +138,7 @@ def test_a_decode_steps_small_binaries_and_silu_run_on_the_host_a_prompts_in_one
     names, kinds = _delegate_event_names(tmp_path, rows=512)
     assert kinds == ["ELTWISE", "BINARY", "BINARY"]
     # Where AVX2 is the widest vector the host's SiLU beats oneDNN's at any size (RowKernels.h).
-    silu = "eltwise#0.host" if effective_isa().startswith("avx2") else "eltwise#0"
+    silu = "eltwise#0.host" if avx2_is_the_widest() else "eltwise#0"
     assert names == {silu, "binary#1", "binary#2"}
 
 
