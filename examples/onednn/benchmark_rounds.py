@@ -38,7 +38,8 @@ import torch
 from examples.onednn.benchmark_flows import FLOWS, RunFn
 from examples.onednn.benchmark_worker import max_relative_error
 
-ROUND_FLOWS = ("onednn", "xnnpack", "onnxruntime")
+# The int8 flows' programs load like the fp32 ones: `--flows onednn-int8,xnnpack-int8` compares them.
+ROUND_FLOWS = ("onednn", "xnnpack", "onnxruntime", "onednn-int8", "xnnpack-int8", "onednn-dyn-int8", "xnnpack-dyn-int8")
 DEFAULT_FLOWS = ("onednn", "xnnpack")
 
 

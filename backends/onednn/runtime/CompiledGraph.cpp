@@ -329,8 +329,8 @@ bool CompiledGraph::needs_exact_paths(runtime::Span<runtime::EValue*> args) cons
 }
 
 // Host loops run on the calling thread, inside run_in_thread_pool(); the rows of a QuantizeRows, Softmax,
-// RmsNorm, Rotary, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp or Activation one, are independent
-// and split across the pool's threads (a BERT layer quantizes ~700K values per run).
+// RmsNorm, Rotary, AdaptivePool or ArgReduce loop, and the values of a Unary, Clamp, Int8Grid or Activation one, are
+// independent and split across the pool's threads (a BERT layer quantizes ~700K values per run).
 Error CompiledGraph::run_host_step(const PreparedStep& step) {
   const HostLoop& loop = step.host;
   const void* source = step.host_src ? step.host_src.get_data_handle() : nullptr;
@@ -383,6 +383,11 @@ Error CompiledGraph::run_host_step(const PreparedStep& step) {
     case HostLoop::Kind::Clamp:
       split_rows(
           step.host_dst_count, 1, [&](size_t begin, size_t end) { clamp_values(loop, source, target, begin, end); });
+      return Error::Ok;
+    case HostLoop::Kind::Int8Grid:
+      split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {
+        round_to_int8_grid(loop.int8_grid, static_cast<const float*>(source), static_cast<float*>(target), begin, end);
+      });
       return Error::Ok;
     case HostLoop::Kind::Activation:
       split_rows(step.host_dst_count, 1, [&](size_t begin, size_t end) {

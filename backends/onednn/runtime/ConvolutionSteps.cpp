@@ -35,7 +35,7 @@ DataType weights_type(DataType compute) {
 // dequantized once at init, an f32 kernel with the step's bias and post-ops, and its result quantized
 // when its output is int8.
 bool emulates_int8(GraphBuilder& graph, uint32_t src) {
-  return is_int8(graph.data_type(src)) && !int8_products_exact();
+  return is_int8(graph.program_type(src)) && !int8_products_exact();
 }
 
 // The int8 bytes of `source` dequantized by `quantization`'s src scale and zero point into f32 scratch
@@ -472,13 +472,17 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
         dims_string(bias_dims).c_str(),
         static_cast<long long>(shape.channels_out));
   }
-  const PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
+  PostOps post_ops = read_post_ops(step, graph, 3, shape.dst);
   const DataType type = compute_type(step, graph, step.inputs[0]);
   const int64_t groups = step.int_scalar("groups");
   // Per output channel: grouped weights are [g, OC/g, ...], so the mask spans both dims.
   const int weights_mask = groups > 1 ? 0b11 : 0b1;
   const Quantization quantization = read_quantization(step, graph, weights_mask, shape.channels_out);
   const bool emulated = emulates_int8(graph, step.inputs[0]);
+  const uint32_t output = step.outputs[0];
+  if (graph.holds_dequantized_int8(output)) {
+    append_int8_rounding(post_ops, dst_int8_grid(step, graph.program_type(output)));
+  }
   // A chain of activations led by one the kernel fuses slowly runs after it, in place on its f32 or
   // bf16 result (not where the kernel itself quantizes the result).
   const bool chain_after = (quantization.empty() || emulated) && !post_ops.entries.empty() &&
@@ -494,7 +498,6 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
     add_vector_matrix_steps(graph, step, type, {1, channels_in}, weights_view, shape.dst, post_ops, bias);
     return;
   }
-  const uint32_t output = step.outputs[0];
   const bool quantizes_result = emulated && is_int8(graph.data_type(output));
   const Quantization kernel_quantization = emulated ? Quantization() : quantization;
   kernel_quantization.apply(attr);
@@ -587,7 +590,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
   const dnnl::primitive_desc& pd = built.second;
 
   ArgList args;
-  if (emulated) {
+  if (emulated && !graph.holds_dequantized_int8(step.inputs[0])) {
     args.emplace_back(DNNL_ARG_SRC, dequantized(graph, graph.buffer(step.inputs[0]), pd.src_desc(0), quantization));
   } else {
     args.emplace_back(DNNL_ARG_SRC, graph.input(step.inputs[0], pd.src_desc(0)));
@@ -641,7 +644,7 @@ void build_convolution_like(const StepRecord& step, GraphBuilder& graph, bool tr
 } // namespace
 
 DataType compute_type(const StepRecord& step, GraphBuilder& graph, uint32_t src) {
-  if (is_int8(graph.data_type(src))) {
+  if (is_int8(graph.program_type(src))) {
     return emulates_int8(graph, src) ? DataType::f32 : graph.data_type(src);
   }
   if (graph.compute_in_f32()) {

@@ -111,6 +111,21 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
   }
+  // An int8 value held in f32 already holds the numbers it dequantizes to; quantizing into one rounds
+  // to its grid, in f32.
+  if (graph.holds_dequantized_int8(src)) {
+    graph.define_view(step.outputs[0], src, graph.stored(src));
+    return;
+  }
+  const uint32_t dst = step.outputs[0];
+  if (graph.holds_dequantized_int8(dst)) {
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Int8Grid;
+    loop.int8_grid = dst_int8_grid(step, graph.program_type(dst));
+    const memory::desc layout = graph.desc(src);
+    graph.add_host_loop(loop, graph.define(dst, layout), graph.input(src, layout));
+    return;
+  }
   // Quantize (f32 -> u8/s8 with dst scale and zero point) or dequantize (the reverse, src ones).
   const Quantization quantization = read_quantization(step, graph);
   if (quantization.empty()) {

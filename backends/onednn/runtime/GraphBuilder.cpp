@@ -76,6 +76,48 @@ void transform_winograd_weights(memory& from, memory& to, const dnnl::engine& en
   dnnl::reorder(view, to).execute(stream, view, to);
 }
 
+bool is_int8_type(DType type) {
+  return type == DType::U8 || type == DType::S8;
+}
+
+// Without VNNI an int8 convolution is emulated (ConvolutionSteps.cpp: dequantize, f32 kernel,
+// quantize), and between two of them the value's int8 bytes only cost a quantizing and a dequantizing
+// reorder (40% of MobileNetV2's int8 call on a Zen 3). Such a value is held in f32 instead: the numbers
+// its int8 bytes dequantize to, which its producer rounds to the int8 grid (in its post-ops, or one
+// host pass). Taken only where every step around the value knows that form: produced by a convolution
+// that reads int8 and quantizes its result or by a REORDER that quantizes f32, read by convolutions as
+// their src or by REORDERs that dequantize it.
+std::vector<bool> int8_values_held_dequantized(const Payload& payload, const std::vector<bool>& at_boundary) {
+  const size_t count = payload.values.size();
+  std::vector<bool> produced(count, false), held(count, true);
+  const auto type = [&](uint32_t id) { return static_cast<DType>(payload.values[id].dtype); };
+  const auto int8_value = [&](uint32_t id) { return is_int8_type(type(id)); };
+  for (const StepRecord& step : payload.steps) {
+    const bool emulated_convolution =
+        step.kind == StepKind::Convolution && step.has_input(0) && int8_value(step.inputs[0]) && step.has("dst_scale");
+    const bool quantizing_reorder = step.kind == StepKind::Reorder && step.has_input(0) && step.has("dst_scale") &&
+                                    !step.has("permutation") && !step.has("offsets") &&
+                                    type(step.inputs[0]) == DType::F32;
+    for (uint32_t id : step.outputs) {
+      produced[id] = (emulated_convolution || quantizing_reorder) && step.outputs.size() == 1;
+    }
+    for (size_t slot = 0; slot < step.inputs.size(); ++slot) {
+      const uint32_t id = step.inputs[slot];
+      if (id == kNoValue) {
+        continue;
+      }
+      const bool convolution_src = step.kind == StepKind::Convolution && slot == 0;
+      const bool dequantized = step.kind == StepKind::Reorder && slot == 0 && step.has("src_scale") &&
+                               !step.has("permutation") && !step.has("offsets") && type(step.outputs[0]) == DType::F32;
+      held[id] = held[id] && (convolution_src || dequantized);
+    }
+  }
+  for (uint32_t id = 0; id < count; ++id) {
+    held[id] = held[id] && produced[id] && int8_value(id) && !payload.values[id].is_constant && !at_boundary[id];
+  }
+  return held;
+}
+
 } // namespace
 
 BuildSettings BuildSettings::current() noexcept {
@@ -97,15 +139,21 @@ GraphBuilder::GraphBuilder(
       value_buffer_(payload.values.size(), kNoValue),
       widens_bf16_(!has_bf16_instructions()),
       widened_(payload.values.size(), false) {
-  if (widens_bf16_) {
-    std::vector<bool> at_boundary(payload.values.size(), false);
-    for (const auto* ids : {&payload.inputs, &payload.outputs}) {
-      for (uint32_t id : *ids) {
-        at_boundary[id] = true;
-      }
+  std::vector<bool> at_boundary(payload.values.size(), false);
+  for (const auto* ids : {&payload.inputs, &payload.outputs}) {
+    for (uint32_t id : *ids) {
+      at_boundary[id] = true;
     }
+  }
+  if (widens_bf16_) {
     for (uint32_t id = 0; id < payload.values.size(); ++id) {
       widened_[id] = program_type(id) == DataType::bf16 && !payload.values[id].is_constant && !at_boundary[id];
+    }
+  }
+  if (!int8_products_exact()) {
+    const std::vector<bool> held = int8_values_held_dequantized(payload, at_boundary);
+    for (uint32_t id = 0; id < payload.values.size(); ++id) {
+      widened_[id] = widened_[id] || held[id];
     }
   }
   for (uint32_t id = 0; id < payload.values.size(); ++id) {

@@ -103,9 +103,16 @@ class GraphBuilder {
   }
   // The value's element type (the payload parser refuses F16 and S32 values). S64 and BOOL values,
   // which only host steps touch, are described by a oneDNN type of the same size. On a CPU without
-  // bf16 instructions a bf16 value the graph keeps to itself is f32 (widens_bf16()).
+  // bf16 instructions a bf16 value the graph keeps to itself is f32 (widens_bf16()); so is, without
+  // VNNI, an int8 value between emulated int8 convolutions (holds_dequantized_int8()).
   DataType data_type(uint32_t id) const {
     return widened_[id] ? DataType::f32 : program_type(id);
+  }
+  // An int8 value held in f32 as the numbers it dequantizes to (GraphBuilder.cpp,
+  // int8_values_held_dequantized()): its producer rounds them to the int8 grid, its readers take them as
+  // they are.
+  bool holds_dequantized_int8(uint32_t id) const {
+    return widened_[id] && (program_type(id) == DataType::u8 || program_type(id) == DataType::s8);
   }
   // The element type the program gives the value.
   DataType program_type(uint32_t id) const {
@@ -318,7 +325,7 @@ class GraphBuilder {
   std::vector<std::pair<BufferId, uint32_t>> results_to_convert_; // (computed, value) in this step
   bool compute_in_f32_ = false;
   bool widens_bf16_ = false;
-  std::vector<bool> widened_; // per value: bf16 in the program, f32 here (widens_bf16())
+  std::vector<bool> widened_; // per value: bf16 or int8 in the program, f32 here (data_type())
   int64_t origin_ = -1;
   std::vector<RecordedStep> steps_;
   std::map<std::string, std::shared_ptr<const void>> shared_by_steps_;

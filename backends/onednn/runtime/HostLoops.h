@@ -37,6 +37,7 @@ struct HostLoop {
     RmsNorm,             // dst = RMS normalization of src along contiguous rows, aux: the weight when it has one
     Unary,               // dst = unary(src), f32, elementwise
     Clamp,               // dst = min(max(src, value), upper), elementwise, a NaN kept; f32 or bf16 (`bf16`)
+    Int8Grid,            // dst = src quantized to int8 and dequantized again (`int8_grid`), f32, elementwise
     Activation,          // dst = `activation` (RowKernels.h) of src, alpha `value`, beta `upper`; f32 or bf16
     AdaptivePool,        // dst = PyTorch's adaptive max or average pooling of src, f32, plain
     ArgReduce,           // dst (int64) = argmax or argmin of src (f32) along a dim
@@ -102,6 +103,14 @@ struct HostLoop {
     ExactInt8Matmul,
   };
   enum class Unary : unsigned char { Round, Floor, Ceil, Trunc, Log1p }; // by EltwiseAlg: Algorithms.h
+  // Int8Grid: round_half_even(x * reciprocal) clamped to [lowest, highest] (the int8 type's range less
+  // the zero point), times scale.
+  struct Int8Grid {
+    float reciprocal = 1.0f;
+    float lowest = 0.0f;
+    float highest = 0.0f;
+    float scale = 1.0f;
+  };
   Kind kind = Kind::Fill;
   float value = 0.0f;
   bool bf16 = false; // Fill, Clamp, Activation, KeepNan: src and dst hold bf16 (ZeroFullyMaskedRows: f32);
@@ -112,6 +121,7 @@ struct HostLoop {
   RowIsa isa = RowIsa::scalar;                  // Activation, Convert, Binary (bf16)
   Activation activation = Activation::logistic; // Activation
   float upper = 0.0f;                           // Clamp, Activation (beta)
+  Int8Grid int8_grid;                           // Int8Grid
   // Rows for ZeroFullyMaskedRows: plain [outer, extent, inner], a row runs along `extent`.
   // QuantizeRows: `outer` rows of `extent` contiguous values (inner = 1).
   size_t outer = 0;
@@ -346,6 +356,18 @@ inline void clamp_values(const HostLoop& loop, const void* src, void* dst, size_
   for (size_t i = begin; i < end; ++i) {
     y[i] = to_bf16_bits(clamp(from_bf16_bits(x[i])));
   }
+}
+
+// Int8Grid, values [begin, end). Clamped before rounding, so |x| <= 255 and adding and removing
+// 1.5 * 2^23 rounds to the nearest integer, ties to even (the default rounding mode), in a loop the
+// compiler vectorizes; a NaN stays NaN.
+inline void round_to_int8_grid(const HostLoop::Int8Grid& grid, const float* src, float* dst, size_t begin, size_t end) {
+  constexpr float kRounder = 12582912.0f;
+  const HostLoop::Int8Grid g = grid;
+  std::transform(src + begin, src + end, dst + begin, [g](float x) {
+    const float q = std::min(std::max(x * g.reciprocal, g.lowest), g.highest);
+    return ((q + kRounder) - kRounder) * g.scale;
+  });
 }
 
 // Dynamic symmetric int8 per row (a token's activations): scale = max|x| / 127 (1 for an all-zero

@@ -149,6 +149,48 @@ PostOps read_post_ops(
   return result;
 }
 
+HostLoop::Int8Grid dst_int8_grid(const StepRecord& step, DataType type) {
+  const double scale = step.float_scalar("dst_scale");
+  ODNN_CHECK(std::isfinite(scale) && scale > 0.0, "attribute 'dst_scale' holds a scale %g", scale);
+  const int64_t zero_point = step.has("dst_zero_point") ? step.int_scalar("dst_zero_point") : 0;
+  const bool u8 = type == DataType::u8;
+  ODNN_CHECK(
+      zero_point >= (u8 ? 0 : -128) && zero_point <= (u8 ? 255 : 127),
+      "attribute 'dst_zero_point' = %lld lies outside the int8 result's range",
+      static_cast<long long>(zero_point));
+  HostLoop::Int8Grid grid;
+  // As torch's quantize_per_tensor: the value times the f32 reciprocal of the scale, rounded.
+  grid.reciprocal = static_cast<float>(1.0 / scale);
+  grid.lowest = static_cast<float>((u8 ? 0 : -128) - zero_point);
+  grid.highest = static_cast<float>((u8 ? 255 : 127) - zero_point);
+  grid.scale = static_cast<float>(scale);
+  return grid;
+}
+
+void append_int8_rounding(PostOps& post_ops, const HostLoop::Int8Grid& grid) {
+  post_ops.ends_on_int8_grid = true;
+  post_ops.int8_grid = grid;
+  // The clip is no clamp of the program's (PostOps::Entry::clamp): what a NaN becomes is the int8
+  // conversion's to decide, so no NaN guard is added for it.
+  const PostOps::Entry steps[] = {
+      {false, false, algorithm::eltwise_linear, grid.reciprocal, 0.0f},
+      {false, false, algorithm::eltwise_round, 0.0f, 0.0f},
+      {false, false, algorithm::eltwise_clip, grid.lowest, grid.highest},
+      {false, false, algorithm::eltwise_linear, grid.scale, 0.0f},
+  };
+  const bool no_clamp = post_ops.first_clamp == post_ops.entries.size();
+  for (const PostOps::Entry& entry : steps) {
+    post_ops.ops.append_eltwise(entry.alg, entry.alpha, entry.beta);
+    if (no_clamp) {
+      post_ops.before_clamps.append_eltwise(entry.alg, entry.alpha, entry.beta);
+    }
+    post_ops.entries.push_back(entry);
+  }
+  if (no_clamp) {
+    post_ops.first_clamp = post_ops.entries.size();
+  }
+}
+
 namespace {
 
 // Plain where there is no `pd` or it runs without its post-ops (add_post_ops_in_place applies them).
@@ -249,7 +291,15 @@ HostLoop activation_loop(Activation activation, DataType type, float alpha, floa
 void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first) {
   const BufferId dst = required_arg(args, DNNL_ARG_DST);
   const memory::desc dst_desc = graph.buffer_desc(dst);
+  const size_t grid_from = post_ops.ends_on_int8_grid ? post_ops.entries.size() - 4 : post_ops.entries.size();
   for (size_t i = first; i < post_ops.entries.size(); ++i) {
+    if (i == grid_from) {
+      HostLoop loop;
+      loop.kind = HostLoop::Kind::Int8Grid;
+      loop.int8_grid = post_ops.int8_grid;
+      graph.add_host_loop(loop, dst, dst);
+      return;
+    }
     const PostOps::Entry& entry = post_ops.entries[i];
     const memory::desc plain = plain_desc(dst_desc.get_dims(), dst_desc.get_data_type());
     const size_t values = plain.get_size() / memory::data_type_size(dst_desc.get_data_type());

@@ -87,6 +87,10 @@ struct PostOps {
   std::vector<Entry> entries;   // one per post-op, in order
   size_t first_clamp = 0;       // entries.size() when none
   dnnl::post_ops before_clamps; // the chain up to the first clamp
+  // The last four entries round to an int8 grid (append_int8_rounding()): one host loop where the
+  // chain runs in place.
+  bool ends_on_int8_grid = false;
+  HostLoop::Int8Grid int8_grid;
 };
 
 // Reads `post_ops`/`post_op_params`; binary operands come from inputs[first_operand_slot...].
@@ -97,6 +101,11 @@ PostOps read_post_ops(
     size_t first_operand_slot,
     const memory::dims& dst_dims,
     bool fold_rows = false);
+// What quantizing to `type` (u8 or s8) by the step's dst scale and zero point and dequantizing again
+// computes (HostLoop::Int8Grid), for an int8 value held in f32 (GraphBuilder::holds_dequantized_int8()).
+HostLoop::Int8Grid dst_int8_grid(const StepRecord& step, DataType type);
+// Appends `grid` as four eltwise post-ops (linear, round, clip, linear).
+void append_int8_rounding(PostOps& post_ops, const HostLoop::Int8Grid& grid);
 // [b..., m, n] -> [1, b... * m, n]: the same plain bytes, every dim but the last folded into rows.
 memory::dims fold_into_rows(const memory::dims& dims);
 

@@ -74,6 +74,7 @@ class Record:
     post_ops: tuple[str, ...]  # 'binary_add:f32:14:acdb', 'eltwise_relu', ...
     problem: str
     implementation: str = ""  # 'brg:avx512_core', 'gemm:jit', 'ref:any', ...
+    data_types: tuple[str, ...] = ()  # of the layouts' arguments, in order: 'f32', 'u8', ...
 
     def __str__(self) -> str:
         layouts = " ".join(f"{arg}:{tag}" for arg, tag in self.layouts)
@@ -91,16 +92,17 @@ def parse_verbose(text: str) -> list[Record]:
         if len(fields) < 13 or fields[0] != "onednn_verbose" or fields[2:4] != ["primitive", "exec"]:
             continue
         primitive, implementation, memory_descriptors, attributes, problem = (fields[i] for i in (5, 6, 8, 9, 11))
-        layouts = []
+        layouts, data_types = [], []
         for md in memory_descriptors.split():
             parts = md.split(":")
             if len(parts) >= 5:
                 layouts.append((parts[0], parts[4]))
+                data_types.append(parts[1])
         post_ops: tuple[str, ...] = ()
         for attr in attributes.split():
             if attr.startswith("attr-post-ops:"):
                 post_ops = tuple(attr.removeprefix("attr-post-ops:").split("+"))
-        records.append(Record(primitive, tuple(layouts), post_ops, problem, implementation))
+        records.append(Record(primitive, tuple(layouts), post_ops, problem, implementation, tuple(data_types)))
     return records
 
 

@@ -4,7 +4,8 @@
 // AVX-512), against a double-precision reference: row lengths around the vector widths (tails), f32
 // and bf16 sides, masks, causal rows, log-softmax, and the rows PyTorch gives NaN or zeros; the tanh
 // GELU's and the sigmoid family's values, non-finite ones included; one row times a packed matrix
-// (runtime/VectorMatrix.h).
+// (runtime/VectorMatrix.h); an int8 value rounded to its grid in f32 (runtime/HostLoops.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -401,6 +402,54 @@ TEST(RowKernels, Bf16ConversionsAndBinariesRoundToNearestEvenAtEveryWidthAndTail
         binary_values(alg, x.data(), y.data(), z.data(), end);
         for (size_t i = 0; i < end; ++i) {
           ASSERT_EQ(got[i], to_bf16_bits(z[i])) << where << " alg " << static_cast<int>(alg) << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+// An int8 value held in f32 (GraphBuilder::holds_dequantized_int8()): what quantize_per_tensor then
+// dequantize_per_tensor give, x * (1 / scale) rounded half to even, clamped to the type's range less
+// the zero point, times the scale; over ranges that start and end at every offset of a vector.
+TEST(HostLoops, Int8GridIsQuantizeThenDequantize) {
+  HostLoop::Int8Grid grid;
+  const float scale = 0.03125f; // a power of two: x = tie * scale gives x * (1 / scale) == tie exactly
+  const int zero_point = 131;
+  grid.reciprocal = static_cast<float>(1.0 / static_cast<double>(scale));
+  grid.lowest = 0.0f - zero_point;
+  grid.highest = 255.0f - zero_point;
+  grid.scale = scale;
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> spread(-5.0f, 5.0f);
+  std::vector<float> x(203);
+  for (float& value : x) {
+    value = spread(random);
+  }
+  // Ties (k + 0.5 steps, k even and odd) round to the even neighbour; values beyond the range clamp.
+  const float ties[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 123.5f, -130.5f, 124.5f, -131.5f};
+  for (size_t i = 0; i < sizeof(ties) / sizeof(ties[0]); ++i) {
+    x[3 * i] = ties[i] * scale;
+  }
+  x[100] = 1e30f;
+  x[101] = -1e30f;
+  x[102] = kInf;
+  x[103] = -kInf;
+  x[104] = std::numeric_limits<float>::quiet_NaN();
+  const auto expected = [&](float value) {
+    const float q = std::nearbyint(value * grid.reciprocal) + static_cast<float>(zero_point);
+    return (std::min(std::max(q, 0.0f), 255.0f) - static_cast<float>(zero_point)) * scale;
+  };
+  for (size_t begin : {size_t{0}, size_t{1}, size_t{7}}) {
+    for (size_t end : {x.size(), x.size() - 1, x.size() - 9}) {
+      std::vector<float> y(x.size(), -7.0f);
+      round_to_int8_grid(grid, x.data(), y.data(), begin, end);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (i < begin || i >= end) {
+          EXPECT_EQ(y[i], -7.0f) << i;
+        } else if (std::isnan(x[i])) {
+          EXPECT_TRUE(std::isnan(y[i])) << i;
+        } else {
+          EXPECT_EQ(y[i], expected(x[i])) << "x[" << i << "] = " << x[i];
         }
       }
     }
