@@ -42,6 +42,23 @@ int64_t contiguous_block_start(const memory::dims& src_dims, const memory::dims&
 // a copy into plain layout.
 void build_reorder(const StepRecord& step, GraphBuilder& graph) {
   const uint32_t src = step.inputs[0];
+  // An int8 value held in f32 (never permuted or sliced: GraphBuilder.cpp) already holds the numbers it
+  // dequantizes to; quantizing into one rounds to its grid, in f32.
+  if (graph.holds_dequantized_int8(src) || graph.holds_dequantized_int8(step.outputs[0])) {
+    require_same_dims(graph.dims(src), graph.dims(step.outputs[0]), "a reorder of an int8 value held in f32");
+  }
+  if (graph.holds_dequantized_int8(src)) {
+    graph.define_view(step.outputs[0], src, graph.stored(src));
+    return;
+  }
+  if (graph.holds_dequantized_int8(step.outputs[0])) {
+    HostLoop loop;
+    loop.kind = HostLoop::Kind::Int8Grid;
+    loop.int8_grid = dst_int8_grid(step, graph.program_type(step.outputs[0]));
+    const memory::desc layout = graph.desc(src);
+    graph.add_host_loop(loop, graph.define(step.outputs[0], layout), graph.input(src, layout));
+    return;
+  }
   const memory::dims src_dims = graph.dims(src);
   const memory::dims dst_dims = graph.dims(step.outputs[0]);
   BufferId source;
@@ -110,21 +127,6 @@ void build_reorder(const StepRecord& step, GraphBuilder& graph) {
         dims_string(src_dims).c_str(),
         dims_string(dst_dims).c_str());
     source = graph.buffer(src);
-  }
-  // An int8 value held in f32 already holds the numbers it dequantizes to; quantizing into one rounds
-  // to its grid, in f32.
-  if (graph.holds_dequantized_int8(src)) {
-    graph.define_view(step.outputs[0], src, graph.stored(src));
-    return;
-  }
-  const uint32_t dst = step.outputs[0];
-  if (graph.holds_dequantized_int8(dst)) {
-    HostLoop loop;
-    loop.kind = HostLoop::Kind::Int8Grid;
-    loop.int8_grid = dst_int8_grid(step, graph.program_type(dst));
-    const memory::desc layout = graph.desc(src);
-    graph.add_host_loop(loop, graph.define(dst, layout), graph.input(src, layout));
-    return;
   }
   // Quantize (f32 -> u8/s8 with dst scale and zero point) or dequantize (the reverse, src ones).
   const Quantization quantization = read_quantization(step, graph);

@@ -76,10 +76,6 @@ void transform_winograd_weights(memory& from, memory& to, const dnnl::engine& en
   dnnl::reorder(view, to).execute(stream, view, to);
 }
 
-bool is_int8_type(DType type) {
-  return type == DType::U8 || type == DType::S8;
-}
-
 // Without VNNI an int8 convolution is emulated (ConvolutionSteps.cpp: dequantize, f32 kernel,
 // quantize), and between two of them the value's int8 bytes only cost a quantizing and a dequantizing
 // reorder (40% of MobileNetV2's int8 call on a Zen 3). Such a value is held in f32 instead: the numbers
@@ -91,7 +87,7 @@ std::vector<bool> int8_values_held_dequantized(const Payload& payload, const std
   const size_t count = payload.values.size();
   std::vector<bool> produced(count, false), held(count, true);
   const auto type = [&](uint32_t id) { return static_cast<DType>(payload.values[id].dtype); };
-  const auto int8_value = [&](uint32_t id) { return is_int8_type(type(id)); };
+  const auto int8_value = [&](uint32_t id) { return type(id) == DType::U8 || type(id) == DType::S8; };
   for (const StepRecord& step : payload.steps) {
     const bool emulated_convolution =
         step.kind == StepKind::Convolution && step.has_input(0) && int8_value(step.inputs[0]) && step.has("dst_scale");
