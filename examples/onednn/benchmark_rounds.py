@@ -38,8 +38,12 @@ import torch
 from examples.onednn.benchmark_flows import FLOWS, RunFn
 from examples.onednn.benchmark_worker import max_relative_error
 
-# The int8 flows' programs load like the fp32 ones: `--flows onednn-int8,xnnpack-int8` compares them.
-ROUND_FLOWS = ("onednn", "xnnpack", "onnxruntime", "onednn-int8", "xnnpack-int8", "onednn-dyn-int8", "xnnpack-dyn-int8")
+# Our bf16 and int8 flows and XNNPACK's int8 load like the fp32 programs: `--flows onednn-int8,xnnpack-int8`
+# or `--flows onednn-bf16-model,onednn` compare them.
+ROUND_FLOWS = (
+    "onednn", "xnnpack", "onnxruntime", "onednn-bf16", "onednn-bf16-model",
+    "onednn-int8", "xnnpack-int8", "onednn-dyn-int8", "xnnpack-dyn-int8",
+)  # fmt: skip
 DEFAULT_FLOWS = ("onednn", "xnnpack")
 
 
