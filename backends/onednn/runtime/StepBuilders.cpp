@@ -153,16 +153,17 @@ HostLoop::Int8Grid dst_int8_grid(const StepRecord& step, DataType type) {
   const double scale = step.float_scalar("dst_scale");
   ODNN_CHECK(std::isfinite(scale) && scale > 0.0, "attribute 'dst_scale' holds a scale %g", scale);
   const int64_t zero_point = step.has("dst_zero_point") ? step.int_scalar("dst_zero_point") : 0;
-  const bool u8 = type == DataType::u8;
+  const int64_t lowest = type == DataType::u8 ? 0 : -128;
+  const int64_t highest = type == DataType::u8 ? 255 : 127;
   ODNN_CHECK(
-      zero_point >= (u8 ? 0 : -128) && zero_point <= (u8 ? 255 : 127),
+      zero_point >= lowest && zero_point <= highest,
       "attribute 'dst_zero_point' = %lld lies outside the int8 result's range",
       static_cast<long long>(zero_point));
   HostLoop::Int8Grid grid;
   // As torch's quantize_per_tensor: the value times the f32 reciprocal of the scale, rounded.
   grid.reciprocal = static_cast<float>(1.0 / scale);
-  grid.lowest = static_cast<float>((u8 ? 0 : -128) - zero_point);
-  grid.highest = static_cast<float>((u8 ? 255 : 127) - zero_point);
+  grid.lowest = static_cast<float>(lowest - zero_point);
+  grid.highest = static_cast<float>(highest - zero_point);
   grid.scale = static_cast<float>(scale);
   return grid;
 }
@@ -172,7 +173,7 @@ void append_int8_rounding(PostOps& post_ops, const HostLoop::Int8Grid& grid) {
   post_ops.int8_grid = grid;
   // The clip is no clamp of the program's (PostOps::Entry::clamp): what a NaN becomes is the int8
   // conversion's to decide, so no NaN guard is added for it.
-  const PostOps::Entry steps[] = {
+  const PostOps::Entry steps[PostOps::kInt8GridEntries] = {
       {false, false, algorithm::eltwise_linear, grid.reciprocal, 0.0f},
       {false, false, algorithm::eltwise_round, 0.0f, 0.0f},
       {false, false, algorithm::eltwise_clip, grid.lowest, grid.highest},
@@ -291,7 +292,7 @@ HostLoop activation_loop(Activation activation, DataType type, float alpha, floa
 void add_post_ops_in_place(GraphBuilder& graph, const PostOps& post_ops, const ArgList& args, size_t first) {
   const BufferId dst = required_arg(args, DNNL_ARG_DST);
   const memory::desc dst_desc = graph.buffer_desc(dst);
-  const size_t grid_from = post_ops.ends_on_int8_grid ? post_ops.entries.size() - 4 : post_ops.entries.size();
+  const size_t grid_from = post_ops.entries.size() - (post_ops.ends_on_int8_grid ? PostOps::kInt8GridEntries : 0);
   for (size_t i = first; i < post_ops.entries.size(); ++i) {
     if (i == grid_from) {
       HostLoop loop;

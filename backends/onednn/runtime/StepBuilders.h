@@ -87,8 +87,9 @@ struct PostOps {
   std::vector<Entry> entries;   // one per post-op, in order
   size_t first_clamp = 0;       // entries.size() when none
   dnnl::post_ops before_clamps; // the chain up to the first clamp
-  // The last four entries round to an int8 grid (append_int8_rounding()): one host loop where the
-  // chain runs in place.
+  // The last kInt8GridEntries entries round to an int8 grid (append_int8_rounding()): one host loop
+  // where the chain runs in place.
+  static constexpr size_t kInt8GridEntries = 4;
   bool ends_on_int8_grid = false;
   HostLoop::Int8Grid int8_grid;
 };
